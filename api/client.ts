@@ -1,0 +1,118 @@
+// Typed NodeDisk operations over the REST client: the only way the three programs touch NodeDisks.
+// Writers use server-side apply with their own field manager (DESIGN.md, "Who writes what").
+
+import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from './constants.ts';
+import type { NodeDisk, NodeDiskList } from './v1alpha1/types.ts';
+import { CONTENT_TYPE, type Query, type RestClient } from '../lib/kube/rest.ts';
+import { watch, type WatchEvent } from '../lib/kube/watch.ts';
+
+export const NODEDISKS_PATH = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
+
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+}
+
+export interface ApplyOptions {
+  fieldManager: string;
+  force?: boolean;
+  dryRun?: boolean;
+}
+
+/** A partial NodeDisk for server-side apply: only the fields the writer owns. */
+export interface NodeDiskApply {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND;
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string>; resourceVersion?: string };
+  spec?: Partial<NodeDisk['spec']>;
+  status?: NodeDisk['status'];
+}
+
+function listQuery(o: ListOptions): Query {
+  return {
+    labelSelector: o.labelSelector,
+    fieldSelector: o.fieldSelector,
+    limit: o.limit,
+    continue: o.continue,
+    resourceVersion: o.resourceVersion,
+  };
+}
+
+function applyQuery(o: ApplyOptions): Query {
+  return { fieldManager: o.fieldManager, force: o.force ? true : undefined, dryRun: o.dryRun ? 'All' : undefined };
+}
+
+export class NodeDiskClient {
+  readonly rest: RestClient;
+  constructor(rest: RestClient) {
+    this.rest = rest;
+  }
+
+  get(name: string): Promise<NodeDisk> {
+    return this.rest.request<NodeDisk>('GET', `${NODEDISKS_PATH}/${encodeURIComponent(name)}`);
+  }
+
+  list(o: ListOptions = {}): Promise<NodeDiskList> {
+    return this.rest.request<NodeDiskList>('GET', NODEDISKS_PATH, { query: listQuery(o) });
+  }
+
+  /** Every page of a list, `pageSize` at a time, so large clusters are not loaded in one response. */
+  async *listPages(o: ListOptions & { pageSize?: number } = {}): AsyncGenerator<NodeDiskList> {
+    let cont: string | undefined;
+    do {
+      const page = await this.list({ ...o, limit: o.pageSize ?? 500, continue: cont });
+      yield page;
+      cont = page.metadata.continue || undefined;
+    } while (cont);
+  }
+
+  create(body: NodeDisk, o: { fieldManager: string; dryRun?: boolean }): Promise<NodeDisk> {
+    return this.rest.request<NodeDisk>('POST', NODEDISKS_PATH, {
+      body,
+      query: { fieldManager: o.fieldManager, dryRun: o.dryRun ? 'All' : undefined },
+    });
+  }
+
+  /** Server-side apply of the main resource (metadata and spec). */
+  apply(body: NodeDiskApply, o: ApplyOptions): Promise<NodeDisk> {
+    return this.rest.request<NodeDisk>('PATCH', `${NODEDISKS_PATH}/${encodeURIComponent(body.metadata.name)}`, {
+      body,
+      contentType: CONTENT_TYPE.apply,
+      query: applyQuery(o),
+    });
+  }
+
+  /** Server-side apply of the status subresource. */
+  applyStatus(body: NodeDiskApply, o: ApplyOptions): Promise<NodeDisk> {
+    return this.rest.request<NodeDisk>('PATCH', `${NODEDISKS_PATH}/${encodeURIComponent(body.metadata.name)}/status`, {
+      body,
+      contentType: CONTENT_TYPE.apply,
+      query: applyQuery(o),
+    });
+  }
+
+  /** A JSON merge patch (used for labels, which people own). */
+  mergePatch(name: string, patch: unknown, o: { fieldManager: string; dryRun?: boolean }): Promise<NodeDisk> {
+    return this.rest.request<NodeDisk>('PATCH', `${NODEDISKS_PATH}/${encodeURIComponent(name)}`, {
+      body: patch,
+      contentType: CONTENT_TYPE.merge,
+      query: { fieldManager: o.fieldManager, dryRun: o.dryRun ? 'All' : undefined },
+    });
+  }
+
+  delete(name: string): Promise<unknown> {
+    return this.rest.request('DELETE', `${NODEDISKS_PATH}/${encodeURIComponent(name)}`);
+  }
+
+  watch(o: ListOptions & { allowWatchBookmarks?: boolean; timeoutSeconds?: number }, signal?: AbortSignal): AsyncGenerator<WatchEvent<NodeDisk>> {
+    return watch<NodeDisk>(
+      this.rest,
+      NODEDISKS_PATH,
+      { ...listQuery(o), allowWatchBookmarks: o.allowWatchBookmarks, timeoutSeconds: o.timeoutSeconds },
+      signal,
+    );
+  }
+}

@@ -1,0 +1,53 @@
+// Constants shared by the agent, the controller and the plugin. Everything that more than one
+// program must agree on lives here, so a rename is one edit.
+
+export const GROUP = 'localtest.example.com';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND = 'NodeDisk';
+export const LIST_KIND = 'NodeDiskList';
+export const PLURAL = 'nodedisks';
+export const SINGULAR = 'nodedisk';
+export const SHORT_NAME = 'ndisk';
+export const CRD_NAME = `${PLURAL}.${GROUP}`;
+
+/** Labels the agent sets at creation so people can select by node and disk. */
+export const LABEL_NODE = `${GROUP}/node`;
+export const LABEL_DISK = `${GROUP}/disk`;
+/** Set by people or git, never by the programs: the controller's policy reads it. */
+export const LABEL_AUTO_RESERVE = `${GROUP}/auto-reserve`;
+export const AUTO_RESERVE_VALUE = 'true';
+
+/** The owner the controller writes for label-driven reservations. */
+export const AUTO_OWNER = 'auto';
+
+/** Server-side apply field managers: one per writer (see DESIGN.md, "Who writes what"). */
+export const FIELD_MANAGER = {
+  agent: 'node-disks-agent',
+  controller: 'node-disks-operator',
+  plugin: 'kubectl-nodedisks',
+  argocd: 'argocd-controller',
+  flux: 'kustomize-controller',
+} as const;
+
+/** Field managers that mean "git owns this field": the plugin points to the git route instead of fighting. */
+export const GITOPS_FIELD_MANAGERS: readonly string[] = [FIELD_MANAGER.argocd, FIELD_MANAGER.flux];
+
+/** Host directory the agent scans, and the suffixes of disk images and reservation markers in it. */
+export const DEFAULT_DISK_DIR = '/var/lib/node-disks-manager/disks';
+export const DISK_SUFFIX = '.img';
+export const MARKER_SUFFIX = '.reserved';
+export const MARKER_CONTENT = 'reserved\n';
+
+/** Names of the controller's conditions. */
+export const CONDITION = {
+  accepted: 'Accepted',
+  ready: 'Ready',
+} as const;
+
+/** Kubernetes limits the name and label rules must respect. */
+export const MAX_NAME_LENGTH = 253;
+export const MAX_LABEL_VALUE_LENGTH = 63;
+export const MAX_DISK_ID_LENGTH = 128;
+export const MAX_OWNER_LENGTH = 253;
+export const MAX_MESSAGE_LENGTH = 4096;

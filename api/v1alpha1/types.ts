@@ -1,0 +1,105 @@
+// The NodeDisk resource, in exactly the seed's shape (see ../shared/DESIGN.md). These types describe
+// the JSON the API server stores; the CRD schema in ./schema.ts is tested against them.
+
+import type { API_VERSION, KIND, LIST_KIND } from '../constants.ts';
+
+export const DESIRED_STATES = ['Available', 'Reserved'] as const;
+export type DesiredState = (typeof DESIRED_STATES)[number];
+
+/** What the agent found on disk, after the fact. */
+export const NODE_PHASES = ['Discovered', 'Available', 'Reserved', 'Missing', 'Error'] as const;
+export type NodePhase = (typeof NODE_PHASES)[number];
+
+export type ConditionStatus = 'True' | 'False' | 'Unknown';
+
+/** metav1.Condition */
+export interface Condition {
+  type: string;
+  status: ConditionStatus;
+  observedGeneration?: number;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+}
+
+/** The part of metav1.ManagedFieldsEntry the programs read (to name who owns a field). */
+export interface ManagedFieldsEntry {
+  manager?: string;
+  operation?: 'Apply' | 'Update';
+  apiVersion?: string;
+  time?: string;
+  fieldsType?: string;
+  fieldsV1?: Record<string, unknown>;
+  subresource?: string;
+}
+
+/** The part of metav1.ObjectMeta a NodeDisk uses, as the API server returns it (times are RFC 3339 strings). */
+export interface ObjectMeta {
+  name?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  managedFields?: ManagedFieldsEntry[];
+}
+
+export interface DesiredSpec {
+  state?: DesiredState;
+  owner?: string;
+}
+
+export interface NodeDiskSpec {
+  /** Identity: set by the agent at creation, immutable. */
+  nodeName: string;
+  diskID: string;
+  /** Host path of the `.img` file. */
+  path: string;
+  /** Intent, written by the controller (label policy) or by a person (manual reservation). */
+  desired?: DesiredSpec;
+}
+
+/** Written by the agent only. */
+export interface NodeStatus {
+  phase?: NodePhase;
+  capacityBytes?: number;
+  lastSeenTime?: string;
+  message?: string;
+}
+
+/** Written by the controller only. */
+export interface ControllerStatus {
+  accepted?: boolean;
+  observedGeneration?: number;
+  conditions?: Condition[];
+}
+
+export interface NodeDiskStatus {
+  node?: NodeStatus;
+  controller?: ControllerStatus;
+}
+
+export interface NodeDisk {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND;
+  metadata: ObjectMeta;
+  spec: NodeDiskSpec;
+  status?: NodeDiskStatus;
+}
+
+export interface NodeDiskList {
+  apiVersion: typeof API_VERSION;
+  kind: typeof LIST_KIND;
+  metadata: { resourceVersion?: string; continue?: string; remainingItemCount?: number };
+  items: NodeDisk[];
+}
+
+export function isDesiredState(v: unknown): v is DesiredState {
+  return typeof v === 'string' && (DESIRED_STATES as readonly string[]).includes(v);
+}
+
+export function isNodePhase(v: unknown): v is NodePhase {
+  return typeof v === 'string' && (NODE_PHASES as readonly string[]).includes(v);
+}

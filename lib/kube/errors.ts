@@ -1,0 +1,65 @@
+// API errors as the API server reports them (a metav1.Status), with what a program needs to decide:
+// retry (429, 5xx, timeouts), relist (410), give up and explain (403, 404, 409, 422).
+
+/** metav1.Status, the body of every API error. */
+export interface Status {
+  kind?: 'Status';
+  apiVersion?: string;
+  status?: 'Success' | 'Failure';
+  message?: string;
+  reason?: string;
+  code?: number;
+  details?: {
+    name?: string;
+    group?: string;
+    kind?: string;
+    causes?: { reason?: string; message?: string; field?: string }[];
+    retryAfterSeconds?: number;
+  };
+}
+
+export class ApiError extends Error {
+  readonly statusCode: number;
+  readonly status: Status;
+  readonly method: string;
+  readonly path: string;
+  /** From the Retry-After header or the Status details, in seconds. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(method: string, path: string, statusCode: number, status: Status, retryAfterSeconds?: number) {
+    super(status.message || `${method} ${path}: HTTP ${statusCode}`);
+    this.name = 'ApiError';
+    this.method = method;
+    this.path = path;
+    this.statusCode = statusCode;
+    this.status = status;
+    this.retryAfterSeconds = retryAfterSeconds ?? status.details?.retryAfterSeconds;
+  }
+
+  get reason(): string | undefined {
+    return this.status.reason;
+  }
+}
+
+/** The connection failed or timed out before any HTTP answer: the API server is unreachable. */
+export class TransportError extends Error {
+  readonly code: string | undefined;
+  readonly server: string;
+  constructor(server: string, cause: Error & { code?: string }) {
+    super(`cannot reach the API server at ${server}: ${cause.message}`, { cause });
+    this.name = 'TransportError';
+    this.code = cause.code;
+    this.server = server;
+  }
+}
+
+export function isApiError(err: unknown, statusCode?: number): err is ApiError {
+  return err instanceof ApiError && (statusCode === undefined || err.statusCode === statusCode);
+}
+
+/** Errors worth retrying with backoff: throttling, server trouble, lost connections. */
+export function isRetryable(err: unknown): boolean {
+  if (err instanceof TransportError) return true;
+  if (err instanceof ApiError) return err.statusCode === 429 || err.statusCode >= 500;
+  return false;
+}

@@ -1,0 +1,124 @@
+// A small REST client over node:https, authenticated from a kubeconfig by @kubernetes/client-node.
+// We talk HTTP directly (rather than through the generated API classes) because every program here
+// needs what those hide: server-side apply content types, streaming watches, the Status body of an
+// error, Retry-After, and request timeouts.
+
+import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { ApiError, TransportError, type Status } from './errors.ts';
+
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export interface RequestInit {
+  query?: Query;
+  body?: unknown;
+  /** Defaults to application/json when there is a body. */
+  contentType?: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export const CONTENT_TYPE = {
+  json: 'application/json',
+  apply: 'application/apply-patch+yaml',
+  merge: 'application/merge-patch+json',
+  jsonPatch: 'application/json-patch+json',
+} as const;
+
+export interface RestClientOptions {
+  /** Per-request timeout (kubectl's --request-timeout); 0 means none. */
+  timeoutMs?: number;
+  userAgent?: string;
+}
+
+export class RestClient {
+  readonly server: string;
+  private readonly kc: KubeConfig;
+  private readonly opts: RestClientOptions;
+
+  constructor(kc: KubeConfig, opts: RestClientOptions = {}) {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) {
+      throw new Error('the kubeconfig has no current cluster; set current-context or pass --context');
+    }
+    this.server = cluster.server.replace(/\/+$/, '');
+    this.kc = kc;
+    this.opts = opts;
+  }
+
+  private url(path: string, query?: Query): URL {
+    const url = new URL(this.server + path);
+    for (const [k, v] of Object.entries(query ?? {})) {
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    }
+    return url;
+  }
+
+  /** Opens a request and resolves with the response once headers arrive. Errors carry the Status body. */
+  async open(method: string, path: string, init: RequestInit = {}): Promise<IncomingMessage> {
+    const url = this.url(path, init.query);
+    const options: RequestOptions & { headers: Record<string, string> } = {
+      method,
+      headers: { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? 'nodedisks' },
+    };
+    // Fills in CA, client certificates and bearer tokens (including exec and token-file users).
+    await this.kc.applyToHTTPSOptions(options);
+    let payload: string | undefined;
+    if (init.body !== undefined) {
+      payload = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
+      options.headers['Content-Type'] = init.contentType ?? CONTENT_TYPE.json;
+      options.headers['Content-Length'] = String(Buffer.byteLength(payload));
+    }
+    const timeoutMs = init.timeoutMs ?? this.opts.timeoutMs ?? 0;
+    const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
+    return await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = send(url, { ...options, signal: init.signal }, (res) => {
+        const code = res.statusCode ?? 0;
+        if (code >= 200 && code < 300) {
+          resolve(res);
+          return;
+        }
+        readBody(res).then(
+          (text) => reject(toApiError(method, path, code, text, res.headers['retry-after'])),
+          (err: Error) => reject(new TransportError(this.server, err)),
+        );
+      });
+      if (timeoutMs > 0) {
+        req.setTimeout(timeoutMs, () => {
+          req.destroy(Object.assign(new Error(`request timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' }));
+        });
+      }
+      req.on('error', (err: Error & { code?: string }) => {
+        if (err.name === 'AbortError') reject(err);
+        else reject(new TransportError(this.server, err));
+      });
+      req.end(payload);
+    });
+  }
+
+  /** A request whose JSON answer is returned. */
+  async request<T>(method: string, path: string, init: RequestInit = {}): Promise<T> {
+    const res = await this.open(method, path, init);
+    const text = await readBody(res);
+    return (text === '' ? undefined : JSON.parse(text)) as T;
+  }
+}
+
+export async function readBody(res: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of res) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function toApiError(method: string, path: string, code: number, text: string, retryAfter: string | undefined): ApiError {
+  let status: Status;
+  try {
+    const parsed = JSON.parse(text) as Status;
+    status = parsed && typeof parsed === 'object' ? parsed : { message: text };
+  } catch {
+    status = { message: text.trim() || `HTTP ${code}`, code };
+  }
+  const seconds = retryAfter !== undefined && /^\d+$/.test(retryAfter) ? Number(retryAfter) : undefined;
+  return new ApiError(method, path, code, status, seconds);
+}

@@ -1,0 +1,36 @@
+// Streaming watch: one JSON event per line, as the API server sends them.
+import type { Status } from './errors.ts';
+import type { Query, RestClient } from './rest.ts';
+
+export type WatchEvent<T> =
+  | { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK'; object: T }
+  | { type: 'ERROR'; object: Status };
+
+/**
+ * Yields watch events until the server closes the stream or `signal` aborts.
+ * An ERROR event (410 Gone when the resourceVersion is too old) is yielded, not thrown: the caller relists.
+ */
+export async function* watch<T>(
+  client: RestClient,
+  path: string,
+  query: Query,
+  signal?: AbortSignal,
+): AsyncGenerator<WatchEvent<T>> {
+  const res = await client.open('GET', path, { query: { ...query, watch: true }, ...(signal ? { signal } : {}) });
+  let buffered = '';
+  try {
+    for await (const chunk of res) {
+      buffered += (chunk as Buffer).toString('utf8');
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline).trim();
+        buffered = buffered.slice(newline + 1);
+        if (line) yield JSON.parse(line) as WatchEvent<T>;
+      }
+    }
+  } catch (err) {
+    if ((err as Error).name !== 'AbortError' && !signal?.aborted) throw err;
+  } finally {
+    res.destroy();
+  }
+}

@@ -1,0 +1,142 @@
+// Finds or builds the test control plane: etcd, kube-apiserver and kubectl of one pinned release.
+//
+// Order, as envtest users expect: KUBEBUILDER_ASSETS (a folder with the three binaries), then the
+// cache (~/.cache/nodedisks/controlplane/<versions>-<os>-<arch>), else a build from the Go module
+// proxy through the wrapper module beside this file (go.mod pins the versions; gen-go-mod.sh makes it).
+
+import { execFile } from 'node:child_process';
+import { access, constants, mkdir, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const moduleDir = fileURLToPath(new URL('.', import.meta.url));
+
+export interface ControlPlaneBinaries {
+  dir: string;
+  etcd: string;
+  kubeApiserver: string;
+  kubectl: string;
+  /** "v1.35.4" etc.; "unknown" for KUBEBUILDER_ASSETS until asked. */
+  kubernetesVersion: string;
+  etcdVersion: string;
+  source: 'KUBEBUILDER_ASSETS' | 'cache' | 'built';
+}
+
+/** The versions pinned in go.mod: the one place they are written. */
+export async function pinnedVersions(): Promise<{ kubernetes: string; etcd: string }> {
+  const gomod = await readFile(join(moduleDir, 'go.mod'), 'utf8');
+  const find = (mod: string): string => {
+    const m = new RegExp(`^\\s*${mod.replace(/[./]/g, '\\$&')} (v\\S+)`, 'm').exec(gomod);
+    if (!m?.[1]) throw new Error(`test/controlplane/go.mod does not require ${mod}; run test/controlplane/gen-go-mod.sh`);
+    return m[1];
+  };
+  return { kubernetes: find('k8s.io/kubernetes'), etcd: find('go.etcd.io/etcd/server/v3') };
+}
+
+function goPlatform(): { os: string; arch: string } {
+  const arch = ({ x64: 'amd64', arm64: 'arm64' } as Record<string, string>)[process.arch] ?? process.arch;
+  return { os: process.platform, arch };
+}
+
+export function cacheRoot(): string {
+  if (process.env.NODEDISKS_CACHE_DIR) return process.env.NODEDISKS_CACHE_DIR;
+  const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+  return join(base, 'nodedisks');
+}
+
+async function executable(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function inDir(dir: string) {
+  return { dir, etcd: join(dir, 'etcd'), kubeApiserver: join(dir, 'kube-apiserver'), kubectl: join(dir, 'kubectl') };
+}
+
+async function allPresent(dir: string): Promise<boolean> {
+  const b = inDir(dir);
+  return (await Promise.all([b.etcd, b.kubeApiserver, b.kubectl].map(executable))).every(Boolean);
+}
+
+async function versionOf(binary: string, args: string[], pattern: RegExp): Promise<string> {
+  try {
+    const { stdout } = await run(binary, args, { timeout: 20_000 });
+    return pattern.exec(stdout)?.[1] ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Returns the binaries, building them once when neither KUBEBUILDER_ASSETS nor the cache has them.
+ * `log` receives progress lines (a cold build takes minutes; say so).
+ */
+export async function ensureBinaries(log: (line: string) => void = () => {}): Promise<ControlPlaneBinaries> {
+  const assets = process.env.KUBEBUILDER_ASSETS;
+  if (assets) {
+    if (!(await allPresent(assets))) {
+      throw new Error(
+        `KUBEBUILDER_ASSETS=${assets} must be a folder with executable etcd, kube-apiserver and kubectl; ` +
+          'fix the path, or unset it to build the pinned control plane',
+      );
+    }
+    const b = inDir(assets);
+    return {
+      ...b,
+      kubernetesVersion: await versionOf(b.kubeApiserver, ['--version'], /Kubernetes (v\S+)/),
+      etcdVersion: await versionOf(b.etcd, ['--version'], /etcd Version: (\S+)/),
+      source: 'KUBEBUILDER_ASSETS',
+    };
+  }
+  const versions = await pinnedVersions();
+  const { os, arch } = goPlatform();
+  const dir = join(cacheRoot(), 'controlplane', `kube-${versions.kubernetes}-etcd-${versions.etcd}-${os}-${arch}`);
+  const result = { ...inDir(dir), kubernetesVersion: versions.kubernetes, etcdVersion: versions.etcd };
+  if (await allPresent(dir)) return { ...result, source: 'cache' };
+
+  log(`building the test control plane (Kubernetes ${versions.kubernetes}, etcd ${versions.etcd}) into ${dir}; the first build takes several minutes`);
+  await mkdir(join(cacheRoot(), 'controlplane'), { recursive: true });
+  // Build into a temp dir beside the cache entry and rename, so an interrupted build never leaves a half cache.
+  const tmp = await mkdtemp(`${dir}.tmp-`);
+  try {
+    const env = { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -trimpath -buildvcs=false' };
+    const targets: [string, string][] = [
+      ['etcd', 'go.etcd.io/etcd/server/v3'],
+      ['kube-apiserver', 'k8s.io/kubernetes/cmd/kube-apiserver'],
+      ['kubectl', 'k8s.io/kubernetes/cmd/kubectl'],
+    ];
+    for (const [name, pkg] of targets) {
+      const started = Date.now();
+      // Kubernetes stamps its version through ldflags (as its own build does), so `--version` tells the truth.
+      const ldflags = pkg.startsWith('k8s.io/')
+        ? `-s -w -X k8s.io/component-base/version.gitVersion=${versions.kubernetes} -X k8s.io/client-go/pkg/version.gitVersion=${versions.kubernetes}`
+        : '-s -w';
+      try {
+        await run('go', ['build', '-ldflags', ldflags, '-o', join(tmp, name), pkg], {
+          cwd: moduleDir,
+          env,
+          maxBuffer: 64 * 1024 * 1024,
+        });
+      } catch (err) {
+        const e = err as { code?: string; stderr?: string };
+        if (e.code === 'ENOENT') {
+          throw new Error('the Go toolchain (go) is needed once to build the test control plane; install Go, or set KUBEBUILDER_ASSETS to a folder with etcd, kube-apiserver and kubectl');
+        }
+        throw new Error(`go build ${pkg} failed:\n${e.stderr ?? String(err)}`);
+      }
+      log(`built ${name} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    }
+    await rm(dir, { recursive: true, force: true });
+    await rename(tmp, dir);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+  return { ...result, source: 'built' };
+}

@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools pins the main packages that build.mjs compiles, so `go mod tidy` keeps them.
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)

@@ -1,0 +1,301 @@
+// A real Kubernetes control plane for tests and the demo: etcd + kube-apiserver on free loopback
+// ports, RBAC on, with the identities the programs have in production:
+//   admin       static token, group system:masters
+//   nobody      static token, no bindings at all
+//   controller  a token of ServiceAccount node-disks-system/node-disks-controller (TokenRequest)
+//   agent(node) a token of ServiceAccount node-disks-system/node-disks-agent bound to a Node object,
+//               so it carries authentication.kubernetes.io/node-name like a projected token on that node
+// Each identity gets its own kubeconfig file; kubectl and @kubernetes/client-node use them as they are.
+
+import { execFile } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { dump } from 'js-yaml';
+import { ensureBinaries, type ControlPlaneBinaries } from '../controlplane/binaries.ts';
+import { ServerProcess } from './process.ts';
+
+const run = promisify(execFile);
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const SYSTEM_NAMESPACE = 'node-disks-system';
+
+export interface Identity {
+  name: string;
+  token: string;
+  kubeconfig: string;
+}
+
+export interface StartOptions {
+  /** Keep state here instead of a fresh temp dir (the demo uses .nodedisks-dev/). */
+  dir?: string;
+  /** Install kustomize/crd, the namespace and kustomize/rbac after start (default true). */
+  install?: boolean;
+  log?: (line: string) => void;
+}
+
+async function freePort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class ControlPlane {
+  readonly dir: string;
+  readonly binaries: ControlPlaneBinaries;
+  readonly etcd: ServerProcess;
+  readonly apiserver: ServerProcess;
+  server = '';
+  caFile = '';
+  private adminToken = '';
+  private nobodyToken = '';
+  private readonly ownsDir: boolean;
+  private readonly identities = new Map<string, Identity>();
+
+  private constructor(dir: string, ownsDir: boolean, binaries: ControlPlaneBinaries) {
+    this.dir = dir;
+    this.ownsDir = ownsDir;
+    this.binaries = binaries;
+    this.etcd = new ServerProcess('etcd', join(dir, 'etcd.log'));
+    this.apiserver = new ServerProcess('kube-apiserver', join(dir, 'kube-apiserver.log'));
+  }
+
+  static async start(opts: StartOptions = {}): Promise<ControlPlane> {
+    const binaries = await ensureBinaries(opts.log);
+    const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'nodedisks-cp-')));
+    await mkdir(dir, { recursive: true });
+    const cp = new ControlPlane(dir, opts.dir === undefined, binaries);
+    try {
+      await cp.boot();
+      if (opts.install !== false) await cp.installBase();
+    } catch (err) {
+      const logs = cp.logs();
+      await cp.stop();
+      throw new Error(`${(err as Error).message}\n${logs}`, { cause: err });
+    }
+    return cp;
+  }
+
+  private async boot(): Promise<void> {
+    const pki = join(this.dir, 'pki');
+    await mkdir(pki, { recursive: true });
+    const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+
+    // etcd: one throwaway member; fsync off because test data is disposable.
+    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+    const peerUrl = `http://127.0.0.1:${peerPort}`;
+    this.etcd.start(this.binaries.etcd, [
+      `--name=default`,
+      `--data-dir=${join(this.dir, 'etcd-data')}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${peerUrl}`,
+      `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=default=${peerUrl}`,
+      '--unsafe-no-fsync=true',
+      '--log-level=warn',
+    ]);
+    await this.waitFor(this.etcd, 30_000, async () => {
+      const res = await fetch(`${etcdUrl}/health`).catch(() => undefined);
+      return res?.ok === true;
+    });
+
+    // Static tokens for the people; RSA keys for ServiceAccount tokens. The serving certificate is the
+    // API server's own self-signed one (written to --cert-dir), which clients trust as the CA.
+    this.adminToken = randomBytes(24).toString('hex');
+    this.nobodyToken = randomBytes(24).toString('hex');
+    const tokens = join(pki, 'tokens.csv');
+    await writeFile(
+      tokens,
+      `${this.adminToken},nodedisks-admin,uid-admin,"system:masters"\n${this.nobodyToken},nodedisks-nobody,uid-nobody\n`,
+      { mode: 0o600 },
+    );
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    await writeFile(join(pki, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    await writeFile(join(pki, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
+
+    this.server = `https://127.0.0.1:${apiPort}`;
+    this.caFile = join(pki, 'apiserver.crt');
+    this.apiserver.start(this.binaries.kubeApiserver, [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      `--cert-dir=${pki}`,
+      `--token-auth-file=${tokens}`,
+      '--authorization-mode=RBAC',
+      `--service-account-issuer=${this.server}`,
+      `--service-account-key-file=${join(pki, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      // No controller-manager runs, so nothing would create default ServiceAccounts for pods.
+      '--disable-admission-plugins=ServiceAccount',
+      '--allow-privileged=true',
+    ]);
+    await this.waitFor(this.apiserver, 90_000, async () => (await this.getAsAdmin('/readyz').catch(() => 0)) === 200);
+    await this.persist(this.writeIdentity('admin', this.adminToken));
+  }
+
+  private async waitFor(proc: ServerProcess, timeoutMs: number, ready: () => Promise<boolean>): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let exited = false;
+    void proc.whenExited().then(() => (exited = true));
+    while (Date.now() < deadline) {
+      if (exited) throw new Error(`${proc.name} exited before it was ready`);
+      if (await ready()) return;
+      await sleep(100);
+    }
+    throw new Error(`${proc.name} was not ready within ${timeoutMs / 1000} s`);
+  }
+
+  private async getAsAdmin(path: string): Promise<number> {
+    const ca = await readFile(this.caFile);
+    return await new Promise((resolve, reject) => {
+      const req = request(`${this.server}${path}`, { ca, headers: { Authorization: `Bearer ${this.adminToken}` }, timeout: 5000 }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  /** Installs the CRD, the namespace and RBAC from kustomize/ with the real kubectl, as a user would. */
+  async installBase(): Promise<void> {
+    for (const dir of ['crd', 'namespace', 'rbac']) {
+      await this.kubectl(this.admin(), ['apply', '--server-side', '-k', join(REPO_ROOT, 'kustomize', dir)]);
+    }
+    await this.kubectl(this.admin(), ['wait', '--for=condition=Established', '--timeout=60s', 'crd/nodedisks.localtest.example.com']);
+  }
+
+  private writeIdentity(name: string, token: string): Identity {
+    const kubeconfig = join(this.dir, `kubeconfig-${name}.yaml`);
+    const identity = { name, token, kubeconfig };
+    this.identities.set(name, identity);
+    return identity;
+  }
+
+  private async persist(identity: Identity): Promise<Identity> {
+    const config = {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'nodedisks-test', cluster: { server: this.server, 'certificate-authority': this.caFile } }],
+      users: [{ name: identity.name, user: { token: identity.token } }],
+      contexts: [{ name: identity.name, context: { cluster: 'nodedisks-test', user: identity.name } }],
+      'current-context': identity.name,
+    };
+    await writeFile(identity.kubeconfig, dump(config), { mode: 0o600 });
+    return identity;
+  }
+
+  /** The cluster admin (system:masters). Its kubeconfig is written at start. */
+  admin(): Identity {
+    const admin = this.identities.get('admin');
+    if (!admin) throw new Error('the control plane has not started');
+    return admin;
+  }
+
+  /** A user with no RBAC bindings at all. */
+  async nobody(): Promise<Identity> {
+    return this.identities.get('nobody') ?? (await this.persist(this.writeIdentity('nobody', this.nobodyToken)));
+  }
+
+  /** A ServiceAccount token from the TokenRequest API, optionally bound to an object. */
+  private async serviceAccountToken(sa: string, boundObjectRef?: { kind: string; apiVersion: string; name: string; uid: string }): Promise<string> {
+    const body = {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { audiences: [this.server], expirationSeconds: 24 * 3600, ...(boundObjectRef ? { boundObjectRef } : {}) },
+    };
+    const out = await this.kubectl(this.admin(), [
+      'create',
+      '--raw',
+      `/api/v1/namespaces/${SYSTEM_NAMESPACE}/serviceaccounts/${sa}/token`,
+      '-f',
+      '-',
+    ], JSON.stringify(body));
+    const token = (JSON.parse(out) as { status?: { token?: string } }).status?.token;
+    if (!token) throw new Error(`TokenRequest for ${sa} returned no token: ${out}`);
+    return token;
+  }
+
+  /** The controller's ServiceAccount identity. */
+  async controller(): Promise<Identity> {
+    const existing = this.identities.get('controller');
+    if (existing) return existing;
+    return await this.persist(this.writeIdentity('controller', await this.serviceAccountToken('node-disks-controller')));
+  }
+
+  /** Creates the Node object if needed and returns the agent identity bound to it. */
+  async agent(nodeName: string): Promise<Identity> {
+    const key = `agent-${nodeName}`;
+    const existing = this.identities.get(key);
+    if (existing) return existing;
+    const node = await this.ensureNode(nodeName);
+    const token = await this.serviceAccountToken('node-disks-agent', { kind: 'Node', apiVersion: 'v1', name: nodeName, uid: node.uid });
+    return await this.persist(this.writeIdentity(key, token));
+  }
+
+  /** A Node object (no kubelet runs; the object is what tokens bind to and what the demo lists). */
+  async ensureNode(nodeName: string): Promise<{ uid: string }> {
+    const manifest = { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName, labels: { 'kubernetes.io/hostname': nodeName } } };
+    const out = await this.kubectl(this.admin(), ['apply', '--server-side', '-o', 'json', '-f', '-'], JSON.stringify(manifest));
+    return { uid: (JSON.parse(out) as { metadata: { uid: string } }).metadata.uid };
+  }
+
+  /** Runs the control plane's own kubectl (or `bin`) as an identity; rejects with stderr on failure. */
+  async kubectl(identity: Identity, args: string[], stdin?: string, bin = this.binaries.kubectl): Promise<string> {
+    return await runKubectl(bin, ['--kubeconfig', identity.kubeconfig, ...args], stdin);
+  }
+
+  /** Both processes' recent logs, for a failing test's report. */
+  logs(): string {
+    return [this.etcd, this.apiserver]
+      .map((p) => `----- ${p.name} (${p.logFile}) -----\n${p.logs(32 * 1024)}`)
+      .join('\n');
+  }
+
+  async stop(): Promise<void> {
+    await this.apiserver.stop();
+    await this.etcd.stop();
+    if (this.ownsDir) await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+export class KubectlError extends Error {
+  readonly exitCode: number;
+  readonly stderr: string;
+  readonly stdout: string;
+  constructor(args: string[], exitCode: number, stdout: string, stderr: string) {
+    super(`kubectl ${args.join(' ')} exited ${exitCode}: ${stderr.trim()}`);
+    this.exitCode = exitCode;
+    this.stdout = stdout;
+    this.stderr = stderr;
+  }
+}
+
+export async function runKubectl(bin: string, args: string[], stdin?: string): Promise<string> {
+  return await new Promise((resolve, reject) => {
+    const child = execFile(bin, args, { maxBuffer: 64 * 1024 * 1024, timeout: 120_000 }, (err, stdout, stderr) => {
+      if (err) {
+        const code = typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1;
+        reject(new KubectlError(args, code, stdout, stderr));
+      } else resolve(stdout);
+    });
+    child.stdin?.end(stdin ?? '');
+  });
+}
+
+export { run as execFileAsync };
