@@ -73,8 +73,13 @@ export class RestClient {
     const timeoutMs = init.timeoutMs ?? this.opts.timeoutMs ?? 0;
     const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
     return await new Promise<IncomingMessage>((resolve, reject) => {
+      let response: IncomingMessage | undefined;
+      let timer: NodeJS.Timeout | undefined;
       const req = send(url, { ...options, signal: init.signal }, (res) => {
+        response = res;
         const code = res.statusCode ?? 0;
+        // The timeout covers the whole exchange, body included, and ends with it.
+        res.once('close', () => clearTimeout(timer));
         if (code >= 200 && code < 300) {
           resolve(res);
           return;
@@ -85,11 +90,14 @@ export class RestClient {
         );
       });
       if (timeoutMs > 0) {
-        req.setTimeout(timeoutMs, () => {
-          req.destroy(Object.assign(new Error(`request timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' }));
-        });
+        timer = setTimeout(() => {
+          const err = Object.assign(new Error(`request timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' });
+          req.destroy(err);
+          response?.destroy(err);
+        }, timeoutMs);
       }
       req.on('error', (err: Error & { code?: string }) => {
+        clearTimeout(timer);
         if (err.name === 'AbortError') reject(err);
         else reject(new TransportError(this.server, err));
       });
@@ -100,7 +108,12 @@ export class RestClient {
   /** A request whose JSON answer is returned. */
   async request<T>(method: string, path: string, init: RequestInit = {}): Promise<T> {
     const res = await this.open(method, path, init);
-    const text = await readBody(res);
+    let text: string;
+    try {
+      text = await readBody(res);
+    } catch (err) {
+      throw new TransportError(this.server, err as Error);
+    }
     return (text === '' ? undefined : JSON.parse(text)) as T;
   }
 }

@@ -21,7 +21,8 @@ import { ensureBinaries, type ControlPlaneBinaries } from '../controlplane/binar
 import { ServerProcess } from './process.ts';
 
 const run = promisify(execFile);
-export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { REPO_ROOT } from './paths.ts';
+export { REPO_ROOT };
 export const SYSTEM_NAMESPACE = 'node-disks-system';
 
 export interface Identity {
@@ -178,6 +179,18 @@ export class ControlPlane {
       await this.kubectl(this.admin(), ['apply', '--server-side', '-k', join(REPO_ROOT, 'kustomize', dir)]);
     }
     await this.kubectl(this.admin(), ['wait', '--for=condition=Established', '--timeout=60s', 'crd/nodedisks.localtest.example.com']);
+    // Established comes before the resource's storage is serving ("storage is (re)initializing", 429):
+    // wait until a list answers, as a client of a freshly installed CRD must.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        await this.kubectl(this.admin(), ['get', 'nodedisks', '-o', 'name']);
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await sleep(100);
+      }
+    }
   }
 
   private writeIdentity(name: string, token: string): Identity {
@@ -261,9 +274,9 @@ export class ControlPlane {
   }
 
   /** Both processes' recent logs, for a failing test's report. */
-  logs(): string {
+  logs(maxBytesEach = 32 * 1024): string {
     return [this.etcd, this.apiserver]
-      .map((p) => `----- ${p.name} (${p.logFile}) -----\n${p.logs(32 * 1024)}`)
+      .map((p) => `----- ${p.name} (${p.logFile}) -----\n${p.logs(maxBytesEach)}`)
       .join('\n');
   }
 

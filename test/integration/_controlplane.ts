@@ -1,0 +1,34 @@
+// One real control plane per test file: started before the file's tests, stopped after them, and its
+// logs printed when a test fails.
+import { KubeConfig } from '@kubernetes/client-node';
+import type { TestFn } from 'ava';
+import { NodeDiskClient } from '../../api/client.ts';
+import { RestClient } from '../../lib/kube/rest.ts';
+import { ControlPlane, type Identity } from '../harness/controlplane.ts';
+
+export function useControlPlane(test: TestFn): () => ControlPlane {
+  let cp: ControlPlane | undefined;
+  test.before(async () => {
+    cp = await ControlPlane.start();
+  });
+  test.afterEach.always((t) => {
+    if (!t.passed && cp) console.error(`\n${t.title} failed; control plane logs (tail):\n${cp.logs(8 * 1024)}`);
+  });
+  test.after.always(async () => {
+    await cp?.stop();
+  });
+  return () => {
+    if (!cp) throw new Error('control plane not started');
+    return cp;
+  };
+}
+
+export function restFor(identity: Identity, timeoutMs = 30_000): RestClient {
+  const kc = new KubeConfig();
+  kc.loadFromFile(identity.kubeconfig);
+  return new RestClient(kc, { timeoutMs });
+}
+
+export function nodeDisksFor(identity: Identity): NodeDiskClient {
+  return new NodeDiskClient(restFor(identity));
+}

@@ -1,0 +1,37 @@
+import { readFileSync } from 'node:fs';
+import test from 'ava';
+import { crdYaml, CRD_FILE } from '../../api/crd-yaml.ts';
+import { nodeDiskSchema, type SchemaProps } from '../../api/v1alpha1/schema.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { REPO_ROOT } from '../harness/paths.ts';
+import { fullNodeDisk } from '../fixtures/nodedisks.ts';
+
+test('the committed CRD is what api/v1alpha1/schema.ts generates (run npm run generate)', (t) => {
+  t.is(readFileSync(`${REPO_ROOT}/${CRD_FILE}`, 'utf8'), crdYaml());
+});
+
+/** Paths of every leaf field of a JSON value (array items as []). */
+function valuePaths(v: unknown, prefix = ''): string[] {
+  if (Array.isArray(v)) return v.flatMap((item) => valuePaths(item, `${prefix}[]`));
+  if (v !== null && typeof v === 'object') {
+    return Object.entries(v).flatMap(([k, child]) => valuePaths(child, prefix ? `${prefix}.${k}` : k));
+  }
+  return [prefix];
+}
+
+function schemaPaths(s: SchemaProps, prefix = ''): string[] {
+  if (s.type === 'array' && s.items) return schemaPaths(s.items, `${prefix}[]`);
+  if (s.properties && Object.keys(s.properties).length > 0) {
+    return Object.entries(s.properties).flatMap(([k, child]) => schemaPaths(child, prefix ? `${prefix}.${k}` : k));
+  }
+  return [prefix];
+}
+
+test('the CRD schema and the TypeScript types describe the same fields', (t) => {
+  const sample: NodeDisk = fullNodeDisk();
+  const fromType = valuePaths({ spec: sample.spec, status: sample.status }).sort();
+  const fromSchema = schemaPaths(nodeDiskSchema)
+    .filter((p) => p.startsWith('spec') || p.startsWith('status'))
+    .sort();
+  t.deepEqual([...new Set(fromType)], fromSchema);
+});
