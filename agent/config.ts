@@ -1,0 +1,63 @@
+// Agent configuration from flags and environment (a DaemonSet sets NODE_NAME from spec.nodeName).
+import yargs from 'yargs';
+import { DEFAULT_DISK_DIR } from '../api/constants.ts';
+import { nodeNameProblem } from '../api/names.ts';
+import { parseDuration } from '../lib/runtime/duration.ts';
+import { parseLevel, type Level } from '../lib/runtime/log.ts';
+import { parseAddress } from '../lib/runtime/server.ts';
+
+export interface AgentConfig {
+  nodeName: string;
+  diskDir: string;
+  hostDiskDir: string;
+  kubeconfig: string | undefined;
+  httpAddress: string;
+  heartbeatMs: number;
+  rescanMs: number;
+  logLevel: Level;
+}
+
+export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {
+  const args = yargs(argv)
+    .scriptName('node-disks-agent')
+    .usage('$0 [flags]\n\nDiscovers disk image files on this node, reports them as NodeDisks and keeps reservation markers in step.')
+    .option('node-name', { type: 'string', default: env.NODE_NAME, defaultDescription: '$NODE_NAME', describe: 'Name of the Node this agent runs on' })
+    .option('disk-dir', { type: 'string', default: env.DISK_DIR ?? DEFAULT_DISK_DIR, describe: 'Directory with the *.img disk files, as this process sees it' })
+    .option('host-disk-dir', { type: 'string', default: env.HOST_DISK_DIR, defaultDescription: '--disk-dir', describe: 'The same directory as a host path, written to spec.path' })
+    .option('kubeconfig', { type: 'string', describe: 'Path to a kubeconfig; in-cluster config when unset' })
+    .option('http-address', { type: 'string', default: env.HTTP_ADDRESS ?? ':8080', describe: 'Address for /metrics, /healthz and /readyz' })
+    .option('heartbeat', { type: 'string', default: env.HEARTBEAT ?? '5m', describe: 'Re-report unchanged status this often (with jitter)' })
+    .option('rescan-interval', { type: 'string', default: env.RESCAN_INTERVAL ?? '60s', describe: 'Full rescan of the disk dir, a safety net for missed file-system events' })
+    .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info', describe: 'debug, info, warn or error' })
+    .strict()
+    .version(false)
+    .help()
+    .exitProcess(false)
+    .fail((msg, err) => {
+      throw err ?? new Error(msg);
+    })
+    .parseSync();
+
+  const nodeName = args['node-name'];
+  if (!nodeName) throw new Error('NODE_NAME is required: set it from the pod (fieldRef spec.nodeName) or pass --node-name');
+  const problem = nodeNameProblem(nodeName);
+  if (problem) throw new Error(`invalid NODE_NAME: ${problem}`);
+  const diskDir = args['disk-dir'];
+  const hostDiskDir = args['host-disk-dir'] ?? diskDir;
+  if (!hostDiskDir.startsWith('/')) throw new Error(`--host-disk-dir must be an absolute path, got ${JSON.stringify(hostDiskDir)}`);
+  parseAddress(args['http-address']);
+  const heartbeatMs = parseDuration(args.heartbeat, '--heartbeat');
+  const rescanMs = parseDuration(args['rescan-interval'], '--rescan-interval');
+  if (heartbeatMs < 1000) throw new Error('--heartbeat must be at least 1s');
+  if (rescanMs < 100) throw new Error('--rescan-interval must be at least 100ms');
+  return {
+    nodeName,
+    diskDir,
+    hostDiskDir,
+    kubeconfig: args.kubeconfig,
+    httpAddress: args['http-address'],
+    heartbeatMs,
+    rescanMs,
+    logLevel: parseLevel(args['log-level']),
+  };
+}

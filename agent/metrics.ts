@@ -1,0 +1,18 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export function agentMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    disks: new Gauge({ name: 'nodedisks_agent_disks', help: 'NodeDisks of this node by reported phase', labelNames: ['phase'], registers: [registry] }),
+    ignoredFiles: new Gauge({ name: 'nodedisks_agent_ignored_files', help: 'Files named *.img in the disk dir that are not usable disk images', registers: [registry] }),
+    statusWrites: new Counter({ name: 'nodedisks_agent_status_writes_total', help: 'status.node writes, by cause', labelNames: ['cause'], registers: [registry] }),
+    creates: new Counter({ name: 'nodedisks_agent_creates_total', help: 'NodeDisks created', registers: [registry] }),
+    markerOps: new Counter({ name: 'nodedisks_agent_marker_operations_total', help: 'Marker files written or removed', labelNames: ['op'], registers: [registry] }),
+    apiErrors: new Counter({ name: 'nodedisks_agent_api_errors_total', help: 'Failed API requests', labelNames: ['op'], registers: [registry] }),
+    scanSeconds: new Histogram({ name: 'nodedisks_agent_scan_duration_seconds', help: 'Time to scan the disk dir', registers: [registry], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5] }),
+  };
+}
+
+export type AgentMetrics = ReturnType<typeof agentMetrics>;

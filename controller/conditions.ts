@@ -1,0 +1,74 @@
+// status.controller: accepted, observedGeneration and the Accepted and Ready conditions.
+// lastTransitionTime moves only when a condition's status changes (metav1.Condition semantics).
+import { CONDITION } from '../api/constants.ts';
+import type { Condition, ConditionStatus, ControllerStatus, NodeDisk } from '../api/v1alpha1/types.ts';
+import type { PolicyDecision } from './policy.ts';
+
+export interface ReadyVerdict {
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+  /** When the verdict would change by itself (the agent going stale), in ms since epoch. */
+  recheckAt?: number;
+}
+
+/** Whether what the agent reports matches what is desired, in words. */
+export function readiness(nd: NodeDisk, now: number, staleAfterMs: number): ReadyVerdict {
+  const desired = nd.spec.desired?.state ?? 'Available';
+  const node = nd.status?.node;
+  if (!node?.phase) {
+    return { status: 'Unknown', reason: 'WaitingForAgent', message: `the node agent on ${nd.spec.nodeName} has not reported this disk yet` };
+  }
+  const seen = node.lastSeenTime ? Date.parse(node.lastSeenTime) : NaN;
+  if (!Number.isNaN(seen) && now - seen > staleAfterMs) {
+    return {
+      status: 'Unknown',
+      reason: 'AgentStale',
+      message: `the node agent on ${nd.spec.nodeName} last reported at ${node.lastSeenTime} (more than ${Math.round(staleAfterMs / 1000)} s ago); its phase ${node.phase} may be out of date`,
+    };
+  }
+  const recheckAt = Number.isNaN(seen) ? undefined : seen + staleAfterMs + 1000;
+  const base = recheckAt !== undefined ? { recheckAt } : {};
+  if (node.phase === 'Missing') return { ...base, status: 'False', reason: 'DiskMissing', message: node.message || `disk image ${nd.spec.path} is missing on ${nd.spec.nodeName}` };
+  if (node.phase === 'Error') return { ...base, status: 'False', reason: 'AgentError', message: node.message || 'the node agent reports an error' };
+  if (node.phase === desired) return { ...base, status: 'True', reason: 'PhaseMatchesDesired', message: `the node agent reports ${node.phase}, as desired` };
+  return { ...base, status: 'False', reason: 'Progressing', message: `desired ${desired}, the node agent reports ${node.phase}` };
+}
+
+function condition(prev: Condition[] | undefined, type: string, status: ConditionStatus, reason: string, message: string, generation: number, now: string): Condition {
+  const old = prev?.find((c) => c.type === type);
+  return {
+    type,
+    status,
+    observedGeneration: generation,
+    lastTransitionTime: old && old.status === status ? old.lastTransitionTime : now,
+    reason,
+    message,
+  };
+}
+
+export function controllerStatus(nd: NodeDisk, decision: PolicyDecision, ready: ReadyVerdict, now: Date): ControllerStatus {
+  const generation = nd.metadata.generation ?? 0;
+  const prev = nd.status?.controller?.conditions;
+  const ts = now.toISOString().replace(/\.\d+Z$/, 'Z');
+  const note = decision.note;
+  const accepted = !note?.conflict;
+  const acceptedCond = accepted
+    ? condition(prev, CONDITION.accepted, 'True', note?.reason ?? 'Reconciled', note?.message ?? 'policy applied', generation, ts)
+    : condition(prev, CONDITION.accepted, 'False', note?.reason ?? 'Rejected', note?.message ?? '', generation, ts);
+  const readyCond = condition(prev, CONDITION.ready, ready.status, ready.reason, ready.message, generation, ts);
+  return { accepted, observedGeneration: generation, conditions: [acceptedCond, readyCond] };
+}
+
+/** Equal for the purpose of "write only when something changed". */
+export function sameControllerStatus(a: ControllerStatus | undefined, b: ControllerStatus): boolean {
+  if (!a) return false;
+  if (a.accepted !== b.accepted || a.observedGeneration !== b.observedGeneration) return false;
+  const ac = a.conditions ?? [];
+  const bc = b.conditions ?? [];
+  if (ac.length !== bc.length) return false;
+  return bc.every((c) => {
+    const o = ac.find((x) => x.type === c.type);
+    return !!o && o.status === c.status && o.reason === c.reason && o.message === c.message && o.observedGeneration === c.observedGeneration && o.lastTransitionTime === c.lastTransitionTime;
+  });
+}

@@ -1,0 +1,67 @@
+// Controller configuration from flags and environment.
+import { hostname } from 'node:os';
+import yargs from 'yargs';
+import { parseDuration } from '../lib/runtime/duration.ts';
+import { parseLevel, type Level } from '../lib/runtime/log.ts';
+import { parseAddress } from '../lib/runtime/server.ts';
+
+export interface ControllerConfig {
+  kubeconfig: string | undefined;
+  httpAddress: string;
+  leaderElect: boolean;
+  leaderElectionNamespace: string;
+  leaderElectionId: string;
+  identity: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  staleAfterMs: number;
+  workers: number;
+  logLevel: Level;
+}
+
+export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ControllerConfig {
+  const a = yargs(argv)
+    .scriptName('node-disks-operator')
+    .usage('$0 [flags]\n\nApplies the auto-reserve label policy to NodeDisks and reports their conditions.')
+    .option('kubeconfig', { type: 'string', describe: 'Path to a kubeconfig; in-cluster config when unset' })
+    .option('http-address', { type: 'string', default: env.HTTP_ADDRESS ?? ':8080', describe: 'Address for /metrics, /healthz and /readyz' })
+    .option('leader-elect', { type: 'boolean', default: true, describe: 'Use a Lease so only one replica acts' })
+    .option('leader-election-namespace', { type: 'string', default: env.POD_NAMESPACE ?? 'node-disks-system' })
+    .option('leader-election-id', { type: 'string', default: 'node-disks-operator.localtest.example.com' })
+    .option('identity', { type: 'string', default: env.POD_NAME ?? `${hostname()}-${process.pid}`, describe: 'This replica in the Lease and in Events' })
+    .option('lease-duration', { type: 'string', default: '15s' })
+    .option('renew-deadline', { type: 'string', default: '10s' })
+    .option('retry-period', { type: 'string', default: '2s' })
+    .option('agent-stale-after', { type: 'string', default: env.AGENT_STALE_AFTER ?? '15m', describe: 'Ready turns Unknown when an agent has not reported for this long (keep it above the agents\' heartbeat)' })
+    .option('workers', { type: 'number', default: 2 })
+    .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info' })
+    .strict()
+    .version(false)
+    .help()
+    .exitProcess(false)
+    .fail((msg, err) => {
+      throw err ?? new Error(msg);
+    })
+    .parseSync();
+  parseAddress(a['http-address']);
+  const cfg: ControllerConfig = {
+    kubeconfig: a.kubeconfig,
+    httpAddress: a['http-address'],
+    leaderElect: a['leader-elect'],
+    leaderElectionNamespace: a['leader-election-namespace'],
+    leaderElectionId: a['leader-election-id'],
+    identity: a.identity,
+    leaseDurationMs: parseDuration(a['lease-duration'], '--lease-duration'),
+    renewDeadlineMs: parseDuration(a['renew-deadline'], '--renew-deadline'),
+    retryPeriodMs: parseDuration(a['retry-period'], '--retry-period'),
+    staleAfterMs: parseDuration(a['agent-stale-after'], '--agent-stale-after'),
+    workers: a.workers,
+    logLevel: parseLevel(a['log-level']),
+  };
+  if (!(cfg.leaseDurationMs > cfg.renewDeadlineMs && cfg.renewDeadlineMs > cfg.retryPeriodMs)) {
+    throw new Error('leader election timings must satisfy --lease-duration > --renew-deadline > --retry-period');
+  }
+  if (!Number.isInteger(cfg.workers) || cfg.workers < 1) throw new Error('--workers must be a positive integer');
+  return cfg;
+}

@@ -1,0 +1,92 @@
+// Wires the informer, the work queue and the reconciler: informer events enqueue names; workers take
+// one name at a time (never the same name twice at once), reconcile it from the cache, and retry failures
+// with per-item backoff.
+import type { NodeDiskClient } from '../api/client.ts';
+import type { NodeDisk } from '../api/v1alpha1/types.ts';
+import { isApiError } from '../lib/kube/errors.ts';
+import { Informer } from '../lib/kube/informer.ts';
+import type { Logger } from '../lib/runtime/log.ts';
+import type { ControllerMetrics } from './metrics.ts';
+import { WorkQueue } from './queue.ts';
+import type { Reconciler } from './reconciler.ts';
+
+export interface ControllerOptions {
+  client: NodeDiskClient;
+  reconciler: Reconciler;
+  workers: number;
+  log: Logger;
+  metrics: ControllerMetrics;
+}
+
+export class Controller {
+  readonly queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 5 * 60_000 });
+  readonly informer: Informer<NodeDisk>;
+  private readonly o: ControllerOptions;
+
+  constructor(o: ControllerOptions) {
+    this.o = o;
+    this.informer = new Informer<NodeDisk>(
+      { list: (l) => o.client.list(l), watch: (w, s) => o.client.watch(w, s) },
+      {
+        onUpsert: (nd) => this.queue.add(nd.metadata.name ?? ''),
+        onSync: () => {
+          for (const name of this.informer.cache.keys()) this.queue.add(name);
+        },
+      },
+      { log: o.log.with({ loop: 'informer' }) },
+    );
+  }
+
+  readiness(): string | undefined {
+    if (!this.informer.hasSynced) return `informer not synced${this.informer.error ? `: ${this.informer.error.message}` : ''}`;
+    return undefined;
+  }
+
+  /** Runs the informer and the workers until `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    const informerDone = this.informer.run(signal);
+    signal.addEventListener('abort', () => this.queue.shutDown(), { once: true });
+    const workers = Array.from({ length: this.o.workers }, () => this.worker(signal));
+    await Promise.all([informerDone, ...workers]);
+  }
+
+  private async worker(signal: AbortSignal): Promise<void> {
+    const { log, metrics } = this.o;
+    while (!signal.aborted) {
+      const name = await this.queue.get();
+      if (name === undefined) return;
+      metrics.queueDepth.set(this.queue.length);
+      const nd = this.informer.cache.get(name);
+      if (!nd) {
+        this.queue.forget(name);
+        this.queue.done(name);
+        continue; // deleted: nothing to do, nothing is ever deleted by us
+      }
+      const end = metrics.reconcileSeconds.startTimer();
+      try {
+        const result = await this.o.reconciler.reconcile(nd);
+        if (result.updated) {
+          const cached = this.informer.cache.get(name);
+          // Keep the newer of the two: a watch event may already have brought a later version.
+          if (!cached || Number(cached.metadata.resourceVersion) <= Number(result.updated.metadata.resourceVersion)) {
+            this.informer.cache.set(name, result.updated);
+          }
+        }
+        this.queue.forget(name);
+        if (result.requeueAfterMs !== undefined) this.queue.addAfter(name, result.requeueAfterMs);
+        metrics.reconciles.inc({ result: 'success' });
+      } catch (err) {
+        if (isApiError(err, 404)) {
+          this.queue.forget(name);
+        } else {
+          const delay = this.queue.addRateLimited(name);
+          log.warn('reconcile failed; retrying', { nodeDisk: name, error: (err as Error).message, retryInMs: delay, retries: this.queue.retries(name) });
+          metrics.reconciles.inc({ result: 'error' });
+        }
+      } finally {
+        end();
+        this.queue.done(name);
+      }
+    }
+  }
+}

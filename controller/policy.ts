@@ -1,0 +1,62 @@
+// The label policy of DESIGN.md, as a pure function of one NodeDisk:
+// - label auto-reserve=true            → spec.desired = {Reserved, auto}
+// - label absent or not "true", owner auto → spec.desired = {Available}, owner cleared
+// - a reservation by anyone else is never changed; when the label asks for it, say why it had no effect.
+import { AUTO_OWNER, AUTO_RESERVE_VALUE, LABEL_AUTO_RESERVE } from '../api/constants.ts';
+import type { DesiredSpec, NodeDisk } from '../api/v1alpha1/types.ts';
+
+export type PolicyDecision =
+  | { action: 'none'; note?: PolicyNote }
+  | { action: 'reserve'; desired: DesiredSpec; note: PolicyNote }
+  | { action: 'release'; desired: DesiredSpec; note: PolicyNote };
+
+export interface PolicyNote {
+  /** CamelCase, for Events and conditions. */
+  reason: string;
+  message: string;
+  /** The label asked for something the policy may not do. */
+  conflict?: boolean;
+}
+
+export function decide(nd: NodeDisk): PolicyDecision {
+  const label = nd.metadata.labels?.[LABEL_AUTO_RESERVE];
+  const wantsReservation = label === AUTO_RESERVE_VALUE;
+  const state = nd.spec.desired?.state ?? 'Available';
+  const owner = nd.spec.desired?.owner ?? '';
+
+  if (wantsReservation) {
+    if (state === 'Reserved' && owner === AUTO_OWNER) return { action: 'none' };
+    if (state === 'Reserved') {
+      const who = owner === '' ? 'a manual reservation with no owner' : `owner ${JSON.stringify(owner)}`;
+      return {
+        action: 'none',
+        note: {
+          reason: 'ReservedByOther',
+          message: `label ${LABEL_AUTO_RESERVE}=true has no effect: the disk is already reserved by ${who}; release that reservation first`,
+          conflict: true,
+        },
+      };
+    }
+    return {
+      action: 'reserve',
+      desired: { state: 'Reserved', owner: AUTO_OWNER },
+      note: { reason: 'AutoReserved', message: `label ${LABEL_AUTO_RESERVE}=true: reserved for owner ${AUTO_OWNER}` },
+    };
+  }
+
+  if (state === 'Reserved' && owner === AUTO_OWNER) {
+    const why = label === undefined ? 'was removed' : `is ${JSON.stringify(label)}, not "true"`;
+    return {
+      action: 'release',
+      desired: { state: 'Available' },
+      note: { reason: 'AutoReleased', message: `label ${LABEL_AUTO_RESERVE} ${why}: auto reservation released` },
+    };
+  }
+  if (label !== undefined && label !== 'false') {
+    return {
+      action: 'none',
+      note: { reason: 'InvalidLabelValue', message: `label ${LABEL_AUTO_RESERVE}=${JSON.stringify(label)} is treated as not set: use "true" to reserve`, conflict: true },
+    };
+  }
+  return { action: 'none' };
+}

@@ -1,0 +1,184 @@
+// List + watch into a local cache, as client-go's reflector and informer do:
+// - a paged list, then a watch from the list's resourceVersion, with bookmarks;
+// - 410 Gone (resourceVersion too old) → relist; a watch the server ends → rewatch from the last version;
+// - other errors → backoff with jitter, then relist;
+// - a watchdog aborts a watch that has been silent for longer than the server was asked to keep it open,
+//   so a half-dead connection (API server gone without a FIN) cannot stall us forever.
+import type { ObjectMeta } from '../../api/v1alpha1/types.ts';
+import { Backoff, sleep } from '../runtime/backoff.ts';
+import type { Logger } from '../runtime/log.ts';
+import { isApiError } from './errors.ts';
+import type { WatchEvent } from './watch.ts';
+
+export interface Listed<T> {
+  metadata: { resourceVersion?: string; continue?: string };
+  items: T[];
+}
+
+export interface InformerSource<T> {
+  list(o: { limit: number; continue?: string }): Promise<Listed<T>>;
+  watch(o: { resourceVersion: string; allowWatchBookmarks: boolean; timeoutSeconds: number }, signal: AbortSignal): AsyncGenerator<WatchEvent<T>>;
+}
+
+export interface InformerHandlers<T> {
+  /** Called for adds and updates (old is undefined for an add). */
+  onUpsert?(obj: T, old: T | undefined): void;
+  onDelete?(obj: T): void;
+  /** Called after every successful (re)list, with the whole cache. */
+  onSync?(): void;
+}
+
+export interface InformerOptions {
+  log: Logger;
+  pageSize?: number;
+  /** How long the server keeps one watch open, in seconds; randomized ±50% like client-go. */
+  watchTimeoutSeconds?: number;
+  /** Extra silence tolerated beyond the watch timeout before the watchdog aborts it. */
+  watchdogGraceMs?: number;
+  backoff?: Backoff;
+}
+
+type Obj = { metadata: ObjectMeta };
+
+export class Informer<T extends Obj> {
+  readonly cache = new Map<string, T>();
+  private synced = false;
+  private lastError: Error | undefined;
+  private readonly o: Required<InformerOptions>;
+  private readonly source: InformerSource<T>;
+  private readonly handlers: InformerHandlers<T>;
+
+  constructor(source: InformerSource<T>, handlers: InformerHandlers<T>, o: InformerOptions) {
+    this.source = source;
+    this.handlers = handlers;
+    this.o = {
+      pageSize: 500,
+      watchTimeoutSeconds: 300,
+      watchdogGraceMs: 30_000,
+      backoff: new Backoff({ initialMs: 500, maxMs: 30_000 }),
+      ...o,
+    };
+  }
+
+  /** True once the first list has completed. */
+  get hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** The error of the last failed list or watch, cleared by the next success. */
+  get error(): Error | undefined {
+    return this.lastError;
+  }
+
+  /** Runs until `signal` aborts. Never throws: errors are logged and retried. */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      let rv: string;
+      try {
+        rv = await this.relist();
+        this.o.backoff.reset();
+        this.lastError = undefined;
+      } catch (err) {
+        this.fail('list failed', err as Error);
+        await sleep(this.o.backoff.next(), signal);
+        continue;
+      }
+      // Watch until something forces a relist.
+      while (!signal.aborted) {
+        const result = await this.watchOnce(rv, signal);
+        if (result.kind === 'relist') break;
+        if (result.kind === 'error') {
+          this.fail('watch failed', result.error);
+          await sleep(this.o.backoff.next(), signal);
+          break;
+        }
+        rv = result.resourceVersion;
+      }
+    }
+  }
+
+  private fail(what: string, err: Error): void {
+    this.lastError = err;
+    this.o.log.warn(what, { error: err.message, retryInMs: undefined });
+  }
+
+  private async relist(): Promise<string> {
+    const seen = new Map<string, T>();
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const page = await this.source.list({ limit: this.o.pageSize, ...(cont ? { continue: cont } : {}) });
+      for (const item of page.items) seen.set(item.metadata.name ?? '', item);
+      cont = page.metadata.continue || undefined;
+      rv = page.metadata.resourceVersion ?? rv;
+    } while (cont);
+    for (const [name, old] of this.cache) {
+      if (!seen.has(name)) {
+        this.cache.delete(name);
+        this.handlers.onDelete?.(old);
+      }
+    }
+    for (const [name, obj] of seen) {
+      const old = this.cache.get(name);
+      this.cache.set(name, obj);
+      if (!old || old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.handlers.onUpsert?.(obj, old);
+    }
+    this.synced = true;
+    this.handlers.onSync?.();
+    return rv;
+  }
+
+  private async watchOnce(
+    resourceVersion: string,
+    outer: AbortSignal,
+  ): Promise<{ kind: 'continue'; resourceVersion: string } | { kind: 'relist' } | { kind: 'error'; error: Error }> {
+    const timeoutSeconds = Math.round(this.o.watchTimeoutSeconds * (0.5 + Math.random()));
+    const inner = new AbortController();
+    const abort = () => inner.abort();
+    outer.addEventListener('abort', abort, { once: true });
+    let silentTimer: NodeJS.Timeout | undefined;
+    let watchdogFired = false;
+    const arm = () => {
+      clearTimeout(silentTimer);
+      silentTimer = setTimeout(() => {
+        watchdogFired = true;
+        this.o.log.warn('watch silent for too long; reconnecting', { timeoutSeconds });
+        inner.abort();
+      }, timeoutSeconds * 1000 + this.o.watchdogGraceMs);
+    };
+    let rv = resourceVersion;
+    try {
+      arm();
+      for await (const ev of this.source.watch({ resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds }, inner.signal)) {
+        arm();
+        if (ev.type === 'ERROR') {
+          if (ev.object.code === 410) return { kind: 'relist' };
+          return { kind: 'error', error: new Error(ev.object.message ?? 'watch error') };
+        }
+        rv = ev.object.metadata.resourceVersion ?? rv;
+        if (ev.type === 'BOOKMARK') continue;
+        const name = ev.object.metadata.name ?? '';
+        if (ev.type === 'DELETED') {
+          this.cache.delete(name);
+          this.handlers.onDelete?.(ev.object);
+        } else {
+          const old = this.cache.get(name);
+          this.cache.set(name, ev.object);
+          this.handlers.onUpsert?.(ev.object, old);
+        }
+      }
+      this.o.backoff.reset();
+      this.lastError = undefined;
+      // The server closed the watch (its timeout) or the watchdog did: watch again from where we are.
+      return watchdogFired ? { kind: 'relist' } : { kind: 'continue', resourceVersion: rv };
+    } catch (err) {
+      if (outer.aborted) return { kind: 'continue', resourceVersion: rv };
+      if (watchdogFired) return { kind: 'relist' };
+      if (isApiError(err, 410)) return { kind: 'relist' };
+      return { kind: 'error', error: err as Error };
+    } finally {
+      clearTimeout(silentTimer);
+      outer.removeEventListener('abort', abort);
+    }
+  }
+}

@@ -1,0 +1,89 @@
+// Runs the real agent and controller as separate processes against a ControlPlane, each with its own
+// identity (kubeconfig), as they run in a cluster. Used by the flow tests and by the demo (`npm start`).
+import { mkdir, open, readFile, truncate } from 'node:fs/promises';
+import { join } from 'node:path';
+import { REPO_ROOT } from './paths.ts';
+import { ServerProcess } from './process.ts';
+import type { ControlPlane } from './controlplane.ts';
+
+export const AGENT_MAIN = join(REPO_ROOT, 'agent/main.ts');
+export const CONTROLLER_MAIN = join(REPO_ROOT, 'controller/main.ts');
+
+export class Program extends ServerProcess {
+  readonly args: string[];
+  private readonly main: string;
+  constructor(name: string, logFile: string, main: string, args: string[]) {
+    super(name, logFile);
+    this.main = main;
+    this.args = args;
+  }
+  launch(): this {
+    this.start(process.execPath, [this.main, ...this.args]);
+    return this;
+  }
+  /** SIGKILL: a crash, with no chance to clean up. */
+  async crash(): Promise<number | null> {
+    // The program runs under lifeline.sh: find it among lifeline's children and kill it, not the wrapper.
+    const pid = this.pid;
+    if (pid !== undefined) {
+      const children = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')).trim().split(/\s+/).filter(Boolean);
+      for (const child of children) {
+        const cmdline = await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '');
+        if (cmdline.includes(this.main)) process.kill(Number(child), 'SIGKILL');
+      }
+    }
+    return await this.whenExited();
+  }
+}
+
+/** Seeds `count` sparse disk images of `sizeBytes` (disk1.img …). */
+export async function seedDisks(diskDir: string, count: number, sizeBytes: number): Promise<void> {
+  await mkdir(diskDir, { recursive: true });
+  for (let i = 1; i <= count; i++) {
+    const file = join(diskDir, `disk${i}.img`);
+    const fh = await open(file, 'a');
+    await fh.close();
+    await truncate(file, sizeBytes);
+  }
+}
+
+export interface AgentLaunch {
+  node: string;
+  diskDir: string;
+  logDir: string;
+  heartbeat?: string;
+  rescanInterval?: string;
+  extraArgs?: string[];
+}
+
+export async function startAgent(cp: ControlPlane, o: AgentLaunch): Promise<Program> {
+  const identity = await cp.agent(o.node);
+  await mkdir(o.logDir, { recursive: true });
+  return new Program(`agent-${o.node}`, join(o.logDir, `agent-${o.node}.log`), AGENT_MAIN, [
+    `--kubeconfig=${identity.kubeconfig}`,
+    `--node-name=${o.node}`,
+    `--disk-dir=${o.diskDir}`,
+    '--http-address=127.0.0.1:0',
+    `--heartbeat=${o.heartbeat ?? '5m'}`,
+    `--rescan-interval=${o.rescanInterval ?? '60s'}`,
+    ...(o.extraArgs ?? []),
+  ]).launch();
+}
+
+export interface ControllerLaunch {
+  logDir: string;
+  identity?: string;
+  extraArgs?: string[];
+}
+
+export async function startController(cp: ControlPlane, o: ControllerLaunch): Promise<Program> {
+  const identity = await cp.controller();
+  await mkdir(o.logDir, { recursive: true });
+  const id = o.identity ?? 'controller-0';
+  return new Program(id, join(o.logDir, `${id}.log`), CONTROLLER_MAIN, [
+    `--kubeconfig=${identity.kubeconfig}`,
+    '--http-address=127.0.0.1:0',
+    `--identity=${id}`,
+    ...(o.extraArgs ?? []),
+  ]).launch();
+}

@@ -1,0 +1,68 @@
+// The harness itself: it reports the version it runs, stops without leaving processes or files, and its
+// servers die with the test process even when that process is killed outright.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import test from 'ava';
+import { ControlPlane } from '../harness/controlplane.ts';
+
+function alive(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** PIDs of processes whose command line mentions `needle` (via /proc, no ps needed). */
+async function pidsMatching(needle: string): Promise<number[]> {
+  const { readdir, readFile } = await import('node:fs/promises');
+  const out: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(needle)) out.push(Number(entry));
+  }
+  return out;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test('stop() ends etcd and kube-apiserver and removes the work dir', async (t) => {
+  const cp = await ControlPlane.start({ install: false });
+  t.log(`kube-apiserver ${cp.binaries.kubernetesVersion}, etcd ${cp.binaries.etcdVersion} (${cp.binaries.source})`);
+  const version = JSON.parse(await cp.kubectl(cp.admin(), ['version', '-o', 'json'])) as { serverVersion: { gitVersion: string } };
+  t.is(version.serverVersion.gitVersion, cp.binaries.kubernetesVersion);
+  const pids = [cp.etcd.pid, cp.apiserver.pid];
+  const dir = cp.dir;
+  t.true(pids.every(alive));
+  const children = await pidsMatching(dir);
+  t.true(children.length >= 2, 'etcd and kube-apiserver run with the work dir on their command lines');
+  await cp.stop();
+  t.false(pids.some(alive));
+  t.deepEqual(await pidsMatching(dir), []);
+  t.false(existsSync(dir));
+});
+
+test('servers die with a test process that is killed with SIGKILL', async (t) => {
+  // A child Node process starts a control plane, prints its work dir, and is then killed outright.
+  const script = `
+    import { ControlPlane } from ${JSON.stringify(new URL('../harness/controlplane.ts', import.meta.url).href)};
+    const cp = await ControlPlane.start({ install: false });
+    console.log(cp.dir);
+    setInterval(() => {}, 1000);
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const dir = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (b: Buffer) => resolve(b.toString().trim()));
+    child.on('exit', (code) => reject(new Error(`child exited ${code} before starting the control plane`)));
+  });
+  t.true((await pidsMatching(dir)).length >= 2);
+  child.kill('SIGKILL');
+  const deadline = Date.now() + 20_000;
+  while ((await pidsMatching(dir)).length > 0 && Date.now() < deadline) await sleep(200);
+  t.deepEqual(await pidsMatching(dir), [], 'no etcd or kube-apiserver left behind');
+  const { rm } = await import('node:fs/promises');
+  await rm(dir, { recursive: true, force: true });
+});
