@@ -104,7 +104,9 @@ export class Agent {
           this.scanRequested = false;
           await this.scan();
         }
-        if (this.informer.hasSynced && this.discovery) {
+        // Disks are reconciled only against a synced cache and a completed scan; until then, wait.
+        const canWork = this.informer.hasSynced && this.discovery !== undefined;
+        if (canWork) {
           const batch = [...this.pending];
           this.pending.clear();
           for (const diskID of batch) {
@@ -112,7 +114,7 @@ export class Agent {
             await this.reconcileDisk(diskID, signal);
           }
         }
-        if (this.pending.size === 0 && !this.scanRequested) {
+        if (!canWork || (this.pending.size === 0 && !this.scanRequested)) {
           await new Promise<void>((resolve) => {
             this.wake = resolve;
             const t = setTimeout(resolve, 1000);

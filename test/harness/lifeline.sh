@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
-# Runs "$@" and stops it when this script's stdin reaches EOF, that is when the process that
-# started us exits, however it died (a crash or a SIGKILL from a test runner included).
-# SIGTERM to this script is passed on, so a normal stop is a normal stop.
+# Runs "$@" and stops it when this script's stdin reaches EOF, that is when the process that started
+# us exits, however it died (a crash, or a SIGKILL from a test runner). A SIGTERM or SIGINT to this
+# script (alone or to the whole process group) is passed on, and escalates to SIGKILL after 10 s, so a
+# program that cannot handle signals (a blocked event loop) is still stopped.
 exec 3<&0
 "$@" </dev/null &
 child=$!
-{
-  read -r _ <&3 || true
-  kill -TERM "$child" 2>/dev/null || exit 0
-  sleep 10
-  kill -KILL "$child" 2>/dev/null
-} &
+escalate() {
+  kill -TERM "$child" 2>/dev/null
+  ( trap '' TERM INT; sleep 10; kill -KILL "$child" 2>/dev/null ) &
+}
+# The watcher ignores TERM/INT so a signal to the process group cannot take it down first.
+( trap '' TERM INT; read -r _ <&3 || true; kill -TERM "$child" 2>/dev/null || exit 0; sleep 10; kill -KILL "$child" 2>/dev/null ) &
 watcher=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+trap escalate TERM INT
 rc=0
 while kill -0 "$child" 2>/dev/null; do
   wait "$child"
   rc=$?
 done
-kill "$watcher" 2>/dev/null
+kill -KILL "$watcher" 2>/dev/null
 exit "$rc"
