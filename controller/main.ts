@@ -1,5 +1,4 @@
-// node-disks-operator: entry point. Exit codes: 0 after SIGTERM/SIGINT, 1 when leadership is lost
-// (the Deployment restarts us as a standby), 2 for bad configuration.
+// node-disks-operator: entry point. Exit codes: 0 after SIGTERM/SIGINT, 2 for bad configuration.
 import { NodeDiskClient } from '../api/client.ts';
 import { loadKubeConfig } from '../lib/kube/config.ts';
 import { RestClient } from '../lib/kube/rest.ts';
@@ -26,9 +25,9 @@ const log = createLogger('node-disks-operator', { level: config.logLevel, base: 
 const metrics = controllerMetrics();
 const client = new NodeDiskClient(rest);
 const reconciler = new Reconciler({ client, events: new EventRecorder(rest, config.identity, log), log, metrics, staleAfterMs: config.staleAfterMs });
-const controller = new Controller({ client, reconciler, workers: config.workers, log, metrics });
+const newController = () => new Controller({ client, reconciler, workers: config.workers, log, metrics });
+let controller = newController();
 const stop = new AbortController();
-let exitCode = 0;
 for (const sig of ['SIGTERM', 'SIGINT'] as const) {
   process.once(sig, () => {
     log.info('shutting down', { signal: sig });
@@ -59,21 +58,29 @@ const ops = await startOpsServer({
 log.info('controller started', { httpPort: ops.port, leaderElect: config.leaderElect });
 
 if (elector) {
-  if (await elector.acquire(stop.signal)) {
+  // Each term of leadership runs a fresh controller. Losing the lease (the API server was unreachable
+  // past the renew deadline, or another replica took over) stops all work before this replica competes
+  // again, so two replicas never act at once; the process itself stays up.
+  while (!stop.signal.aborted && (await elector.acquire(stop.signal))) {
     metrics.leader.set(1);
-    const work = new AbortController();
-    stop.signal.addEventListener('abort', () => work.abort(), { once: true });
-    const running = controller.run(work.signal);
+    const term = new AbortController();
+    const onStop = () => term.abort();
+    stop.signal.addEventListener('abort', onStop, { once: true });
+    const running = controller.run(term.signal);
     const outcome = await elector.hold(stop.signal);
-    work.abort();
+    term.abort();
     await running;
+    stop.signal.removeEventListener('abort', onStop);
     metrics.leader.set(0);
-    if (outcome === 'lost') exitCode = 1;
-    else await elector.release();
+    if (outcome === 'stopped') {
+      await elector.release();
+      break;
+    }
+    log.warn('lost leadership; stopped all work and standing by');
+    controller = newController();
   }
 } else {
   await controller.run(stop.signal);
 }
 await ops.close();
-log.info('stopped', { exitCode });
-process.exit(exitCode);
+log.info('stopped');

@@ -17,6 +17,8 @@ export interface RequestInit {
   contentType?: string;
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** A stream (watch): the timeout covers only the wait for the response headers. */
+  stream?: boolean;
 }
 
 export const CONTENT_TYPE = {
@@ -78,7 +80,8 @@ export class RestClient {
       const req = send(url, { ...options, signal: init.signal }, (res) => {
         response = res;
         const code = res.statusCode ?? 0;
-        // The timeout covers the whole exchange, body included, and ends with it.
+        // The timeout covers the whole exchange, body included, and ends with it; a stream's ends here.
+        if (init.stream) clearTimeout(timer);
         res.once('close', () => clearTimeout(timer));
         if (code >= 200 && code < 300) {
           resolve(res);

@@ -16,7 +16,7 @@ export async function* watch<T>(
   query: Query,
   signal?: AbortSignal,
 ): AsyncGenerator<WatchEvent<T>> {
-  const res = await client.open('GET', path, { query: { ...query, watch: true }, ...(signal ? { signal } : {}) });
+  const res = await client.open('GET', path, { query: { ...query, watch: true }, stream: true, ...(signal ? { signal } : {}) });
   let buffered = '';
   try {
     for await (const chunk of res) {

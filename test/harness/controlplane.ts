@@ -62,6 +62,7 @@ export class ControlPlane {
   private adminToken = '';
   private nobodyToken = '';
   private readonly ownsDir: boolean;
+  private apiserverArgs: string[] = [];
   private readonly identities = new Map<string, Identity>();
 
   private constructor(dir: string, ownsDir: boolean, binaries: ControlPlaneBinaries) {
@@ -128,7 +129,7 @@ export class ControlPlane {
 
     this.server = `https://127.0.0.1:${apiPort}`;
     this.caFile = join(pki, 'apiserver.crt');
-    this.apiserver.start(this.binaries.kubeApiserver, [
+    this.apiserverArgs = [
       `--etcd-servers=${etcdUrl}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
@@ -143,7 +144,8 @@ export class ControlPlane {
       // No controller-manager runs, so nothing would create default ServiceAccounts for pods.
       '--disable-admission-plugins=ServiceAccount',
       '--allow-privileged=true',
-    ]);
+    ];
+    this.apiserver.start(this.binaries.kubeApiserver, this.apiserverArgs);
     await this.waitFor(this.apiserver, 90_000, async () => (await this.getAsAdmin('/readyz').catch(() => 0)) === 200);
     await this.persist(this.writeIdentity('admin', this.adminToken));
   }
@@ -271,6 +273,14 @@ export class ControlPlane {
   /** Runs the control plane's own kubectl (or `bin`) as an identity; rejects with stderr on failure. */
   async kubectl(identity: Identity, args: string[], stdin?: string, bin = this.binaries.kubectl): Promise<string> {
     return await runKubectl(bin, ['--kubeconfig', identity.kubeconfig, ...args], stdin);
+  }
+
+  /** Stops kube-apiserver (etcd keeps the data), waits `downMs`, and starts it again on the same port. */
+  async restartApiserver(downMs = 0): Promise<void> {
+    await this.apiserver.stop();
+    await sleep(downMs);
+    this.apiserver.start(this.binaries.kubeApiserver, this.apiserverArgs);
+    await this.waitFor(this.apiserver, 90_000, async () => (await this.getAsAdmin('/readyz').catch(() => 0)) === 200);
   }
 
   /** Both processes' recent logs, for a failing test's report. */

@@ -6,12 +6,23 @@
 exec 3<&0
 "$@" </dev/null &
 child=$!
+# SIGTERM now, SIGKILL if the program is still there 10 s later.
+stop_child() {
+  kill -TERM "$child" 2>/dev/null || return 0
+  for _ in $(seq 100); do
+    kill -0 "$child" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -KILL "$child" 2>/dev/null
+}
+escalator=
 escalate() {
-  kill -TERM "$child" 2>/dev/null
-  ( trap '' TERM INT; sleep 10; kill -KILL "$child" 2>/dev/null ) &
+  [ -n "$escalator" ] && return
+  ( trap '' TERM INT; stop_child ) &
+  escalator=$!
 }
 # The watcher ignores TERM/INT so a signal to the process group cannot take it down first.
-( trap '' TERM INT; read -r _ <&3 || true; kill -TERM "$child" 2>/dev/null || exit 0; sleep 10; kill -KILL "$child" 2>/dev/null ) &
+( trap '' TERM INT; read -r _ <&3 || true; stop_child ) &
 watcher=$!
 trap escalate TERM INT
 rc=0
@@ -19,5 +30,5 @@ while kill -0 "$child" 2>/dev/null; do
   wait "$child"
   rc=$?
 done
-kill -KILL "$watcher" 2>/dev/null
+kill -KILL "$watcher" ${escalator:+"$escalator"} 2>/dev/null
 exit "$rc"

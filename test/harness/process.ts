@@ -28,6 +28,7 @@ export class ServerProcess {
   }
 
   start(binary: string, args: string[], env: NodeJS.ProcessEnv = process.env): void {
+    this.exitCode = undefined;
     const out = openSync(this.logFile, 'a');
     try {
       // stdin is a pipe we never write: when this process exits, lifeline.sh sees EOF and stops the server.

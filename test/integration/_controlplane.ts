@@ -8,7 +8,8 @@ import { ControlPlane, type Identity } from '../harness/controlplane.ts';
 
 export function useControlPlane(test: TestFn): () => ControlPlane {
   let cp: ControlPlane | undefined;
-  test.before(async () => {
+  // serial: a test file's own before hooks (declared after this) run once the control plane is up.
+  test.serial.before(async () => {
     cp = await ControlPlane.start();
   });
   test.afterEach.always((t) => {
