@@ -164,7 +164,12 @@ export class Agent {
       return;
     }
     end();
-    if (this.discoveryError) this.o.log.info('disk dir readable again', { diskDir: this.o.diskDir });
+    if (this.discoveryError) {
+      this.o.log.info('disk dir readable again', { diskDir: this.o.diskDir });
+      // The dir may be a new one (recreated, remounted): watch it afresh.
+      this.fsWatcher?.close();
+      this.watchDir();
+    }
     this.discoveryError = undefined;
     const ignoredKey = JSON.stringify(found.ignored);
     if (ignoredKey !== this.lastIgnored) {

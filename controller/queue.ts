@@ -47,7 +47,6 @@ export class WorkQueue {
       this.timers.delete(key);
       this.add(key);
     }, ms);
-    t.unref();
     this.timers.set(key, t);
   }
 

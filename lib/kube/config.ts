@@ -26,7 +26,7 @@ export function loadKubeConfig(o: KubeConfigOptions = {}): KubeConfig {
   } catch (err) {
     if (err instanceof KubeConfigError) throw err;
     const where = o.kubeconfig ?? process.env.KUBECONFIG ?? '~/.kube/config';
-    throw new KubeConfigError(`cannot load kubeconfig ${where}: ${(err as Error).message}; fix the file or point --kubeconfig at a valid one`);
+    throw new KubeConfigError(`cannot load kubeconfig ${where}: ${(err as Error).message.split('\n')[0]}; fix the file or point --kubeconfig at a valid one`);
   }
   if (o.context) {
     if (!kc.getContextObject(o.context)) {

@@ -1,0 +1,129 @@
+// Running the programs as an operator would: leader election between two controllers, the /metrics,
+// /healthz and /readyz endpoints, and clear refusals of bad configuration.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import test from 'ava';
+import { nodeDiskName } from '../../api/names.ts';
+import { AGENT_MAIN, CONTROLLER_MAIN, seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
+import { eventually } from '../harness/wait.ts';
+import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
+
+const run = promisify(execFile);
+const controlPlane = useControlPlane(test);
+let work = '';
+const started: Program[] = [];
+
+test.serial.before(async () => {
+  work = await mkdtemp(join(tmpdir(), 'nodedisks-ops-'));
+});
+test.afterEach.always((t) => {
+  if (!t.passed) for (const p of started) console.error(`----- ${p.name} -----\n${p.logs(4000)}`);
+});
+test.after.always(async () => {
+  await Promise.all(started.map((p) => p.stop()));
+  await rm(work, { recursive: true, force: true });
+});
+
+const portOf = (p: Program) => eventually(`${p.name} http port`, async () => Number(/"httpPort":(\d+)/.exec(p.logs())?.[1]) || undefined);
+async function get(p: Program, path: string): Promise<{ status: number; body: string }> {
+  const res = await fetch(`http://127.0.0.1:${await portOf(p)}${path}`);
+  return { status: res.status, body: await res.text() };
+}
+interface Lease {
+  spec: { holderIdentity?: string; leaseTransitions?: number };
+}
+const lease = () =>
+  restFor(controlPlane().admin()).request<Lease>('GET', '/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases/node-disks-operator.localtest.example.com');
+
+test.serial('two controllers: one leads, the other takes over when the leader dies, and acts', async (t) => {
+  const cp = controlPlane();
+  const node = 'node-ha';
+  await seedDisks(join(work, node), 2, 1024);
+  const agent = await startAgent(cp, { node, diskDir: join(work, node), logDir: join(work, 'logs'), rescanInterval: '1s' });
+  started.push(agent);
+  const a = await startController(cp, { logDir: join(work, 'logs'), identity: 'ctl-a' });
+  started.push(a);
+  await eventually('ctl-a leads', async () => (await lease()).spec.holderIdentity === 'ctl-a');
+  const b = await startController(cp, { logDir: join(work, 'logs'), identity: 'ctl-b' });
+  started.push(b);
+  t.is((await get(b, '/readyz')).status, 200, 'a standby is ready');
+  t.regex((await get(b, '/metrics')).body, /^nodedisks_controller_leader 0$/m);
+  t.regex((await get(a, '/metrics')).body, /^nodedisks_controller_leader 1$/m);
+
+  await a.crash();
+  const client = nodeDisksFor(cp.admin());
+  await cp.kubectl(cp.admin(), ['label', 'nodedisk', nodeDiskName(node, 'disk1'), 'localtest.example.com/auto-reserve=true']);
+  const took = Date.now();
+  await eventually('ctl-b leads', async () => (await lease()).spec.holderIdentity === 'ctl-b', 30_000);
+  t.log(`takeover after the leader died: ${((Date.now() - took) / 1000).toFixed(1)} s`);
+  await eventually('reserved by the new leader', async () => (await client.get(nodeDiskName(node, 'disk1'))).status?.node?.phase === 'Reserved', 30_000);
+  t.true(b.logs().includes('"msg":"became leader"'));
+
+  // A clean stop releases the lease: a new replica takes over without waiting out the lease.
+  const c = await startController(cp, { logDir: join(work, 'logs'), identity: 'ctl-c' });
+  started.push(c);
+  await b.stop();
+  const handover = Date.now();
+  await eventually('ctl-c leads', async () => (await lease()).spec.holderIdentity === 'ctl-c', 15_000);
+  t.true(Date.now() - handover < 8000, `handover took ${Date.now() - handover} ms`);
+});
+
+test.serial('the agent serves metrics, health and readiness; a missing disk dir makes it unready, not destructive', async (t) => {
+  const cp = controlPlane();
+  const node = 'node-ops';
+  const dir = join(work, node);
+  await seedDisks(dir, 1, 4096);
+  const agent = await startAgent(cp, { node, diskDir: dir, logDir: join(work, 'logs'), rescanInterval: '500ms' });
+  started.push(agent);
+  await eventually('agent ready', async () => (await get(agent, '/readyz')).status === 200);
+  t.is((await get(agent, '/healthz')).status, 200);
+  await eventually('disk reported', async () => (await nodeDisksFor(cp.admin()).get(nodeDiskName(node, 'disk1'))).status?.node?.phase === 'Available');
+  const metrics = (await get(agent, '/metrics')).body;
+  t.regex(metrics, /^nodedisks_agent_disks\{phase="Available"\} 1$/m);
+  t.regex(metrics, /^nodedisks_agent_creates_total 1$/m);
+  t.regex(metrics, /^nodedisks_agent_status_writes_total\{cause="change"\} 1$/m);
+  t.regex(metrics, /^process_cpu_seconds_total /m);
+
+  // The dir disappears at once (as when its mount goes away), not file by file.
+  await rename(dir, `${dir}.away`);
+  const unready = await eventually('agent unready', async () => {
+    const r = await get(agent, '/readyz');
+    return r.status === 503 ? r.body : undefined;
+  });
+  t.regex(unready, /cannot read disk dir .*node-ops: ENOENT/);
+  const nd = await nodeDisksFor(cp.admin()).get(nodeDiskName(node, 'disk1'));
+  t.is(nd.status?.node?.phase, 'Available', 'an unreadable dir is not taken as "every disk is gone"');
+  await rename(`${dir}.away`, dir);
+  await eventually('ready again', async () => (await get(agent, '/readyz')).status === 200);
+});
+
+async function fails(main: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stderr: string }> {
+  try {
+    await run(process.execPath, [main, ...args], { env: { PATH: process.env.PATH, ...env }, timeout: 20_000 });
+  } catch (err) {
+    const e = err as { code: number; stderr: string };
+    return { code: e.code, stderr: e.stderr };
+  }
+  throw new Error('the program exited 0');
+}
+
+test('bad configuration exits 2 with the problem and the fix', async (t) => {
+  const cp = controlPlane();
+  const kc = (await cp.agent('node-cfg')).kubeconfig;
+  const noNode = await fails(AGENT_MAIN, [`--kubeconfig=${kc}`]);
+  t.is(noNode.code, 2);
+  t.regex(noNode.stderr, /NODE_NAME is required/);
+
+  const broken = join(work, 'broken-kubeconfig');
+  await writeFile(broken, 'apiVersion: v1\nclusters: [ {{ not yaml');
+  const badKc = await fails(AGENT_MAIN, [`--kubeconfig=${broken}`, '--node-name=node-cfg']);
+  t.is(badKc.code, 2);
+  t.regex(badKc.stderr, /cannot load kubeconfig .*broken-kubeconfig: .*fix the file or point --kubeconfig at a valid one/);
+
+  const missing = await fails(CONTROLLER_MAIN, ['--kubeconfig=/nonexistent/kubeconfig']);
+  t.is(missing.code, 2);
+  t.regex(missing.stderr, /kubeconfig \/nonexistent\/kubeconfig does not exist/);
+});

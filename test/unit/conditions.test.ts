@@ -1,0 +1,66 @@
+import test from 'ava';
+import { controllerStatus, readiness, sameControllerStatus } from '../../controller/conditions.ts';
+import { decide } from '../../controller/policy.ts';
+import type { NodeDisk, NodeStatus } from '../../api/v1alpha1/types.ts';
+import { newNodeDisk } from '../fixtures/nodedisks.ts';
+
+const NOW = Date.parse('2026-01-01T00:10:00Z');
+const STALE = 15 * 60_000;
+
+function withNode(node: NodeStatus | undefined, desired: 'Available' | 'Reserved' = 'Available'): NodeDisk {
+  const nd = newNodeDisk('node-a', 'disk1');
+  nd.metadata.generation = 3;
+  nd.spec.desired = desired === 'Reserved' ? { state: 'Reserved', owner: 'alice' } : { state: 'Available' };
+  if (node) nd.status = { node };
+  return nd;
+}
+const fresh = '2026-01-01T00:09:00Z';
+
+test('Ready reasons cover matching, progressing, missing, error, not reported and stale', (t) => {
+  t.like(readiness(withNode({ phase: 'Available', lastSeenTime: fresh }), NOW, STALE), { status: 'True', reason: 'PhaseMatchesDesired' });
+  t.like(readiness(withNode({ phase: 'Available', lastSeenTime: fresh }, 'Reserved'), NOW, STALE), { status: 'False', reason: 'Progressing' });
+  t.like(readiness(withNode({ phase: 'Missing', lastSeenTime: fresh, message: 'gone' }), NOW, STALE), { status: 'False', reason: 'DiskMissing', message: 'gone' });
+  t.like(readiness(withNode({ phase: 'Error', lastSeenTime: fresh, message: 'EACCES' }), NOW, STALE), { status: 'False', reason: 'AgentError', message: 'EACCES' });
+  t.like(readiness(withNode(undefined), NOW, STALE), { status: 'Unknown', reason: 'WaitingForAgent' });
+  const stale = readiness(withNode({ phase: 'Available', lastSeenTime: '2025-12-31T23:00:00Z' }), NOW, STALE);
+  t.like(stale, { status: 'Unknown', reason: 'AgentStale' });
+  t.regex(stale.message, /last reported at 2025-12-31T23:00:00Z/);
+});
+
+test('a fresh report asks to be looked at again when it would turn stale', (t) => {
+  const v = readiness(withNode({ phase: 'Available', lastSeenTime: fresh }), NOW, STALE);
+  t.is(v.recheckAt, Date.parse(fresh) + STALE + 1000);
+});
+
+test('lastTransitionTime moves only when a condition status changes', (t) => {
+  const nd = withNode({ phase: 'Available', lastSeenTime: fresh }, 'Reserved');
+  const first = controllerStatus(nd, decide(nd), readiness(nd, NOW, STALE), new Date(NOW));
+  const ready1 = first.conditions?.find((c) => c.type === 'Ready');
+  t.is(ready1?.status, 'False');
+  t.is(ready1?.lastTransitionTime, '2026-01-01T00:10:00Z');
+  t.is(first.observedGeneration, 3);
+
+  // Same status, new message: the time stays.
+  nd.status = { ...nd.status, controller: first };
+  nd.status.node = { phase: 'Error', lastSeenTime: fresh, message: 'boom' };
+  const later = new Date(NOW + 60_000);
+  const second = controllerStatus(nd, decide(nd), readiness(nd, later.getTime(), STALE), later);
+  const ready2 = second.conditions?.find((c) => c.type === 'Ready');
+  t.is(ready2?.reason, 'AgentError');
+  t.is(ready2?.lastTransitionTime, '2026-01-01T00:10:00Z');
+
+  // Status flips to True: the time moves.
+  nd.status = { controller: second, node: { phase: 'Reserved', lastSeenTime: '2026-01-01T00:11:00Z' } };
+  const third = controllerStatus(nd, decide(nd), readiness(nd, later.getTime(), STALE), later);
+  t.is(third.conditions?.find((c) => c.type === 'Ready')?.lastTransitionTime, '2026-01-01T00:11:00Z');
+  t.true(sameControllerStatus(third, third));
+  t.false(sameControllerStatus(second, third));
+});
+
+test('a conflicting label makes Accepted False with the policy reason', (t) => {
+  const nd = withNode({ phase: 'Reserved', lastSeenTime: fresh }, 'Reserved');
+  nd.metadata.labels = { 'localtest.example.com/auto-reserve': 'true' };
+  const s = controllerStatus(nd, decide(nd), readiness(nd, NOW, STALE), new Date(NOW));
+  t.false(s.accepted);
+  t.like(s.conditions?.find((c) => c.type === 'Accepted'), { status: 'False', reason: 'ReservedByOther' });
+});

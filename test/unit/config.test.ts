@@ -1,0 +1,36 @@
+import test from 'ava';
+import { parseAgentConfig } from '../../agent/config.ts';
+import { parseControllerConfig } from '../../controller/config.ts';
+import { parseDuration } from '../../lib/runtime/duration.ts';
+
+test('NODE_NAME is required, with the fix in the message', (t) => {
+  t.throws(() => parseAgentConfig([], {}), { message: /NODE_NAME is required: set it from the pod \(fieldRef spec\.nodeName\)/ });
+});
+
+test('the agent reads NODE_NAME and defaults like a DaemonSet expects', (t) => {
+  const c = parseAgentConfig([], { NODE_NAME: 'node-a' });
+  t.is(c.nodeName, 'node-a');
+  t.is(c.diskDir, '/var/lib/node-disks-manager/disks');
+  t.is(c.hostDiskDir, c.diskDir);
+  t.is(c.heartbeatMs, 5 * 60_000);
+  t.is(c.rescanMs, 60_000);
+});
+
+test('bad agent flags are rejected with the flag named', (t) => {
+  t.throws(() => parseAgentConfig(['--node-name=Node_A'], {}), { message: /invalid NODE_NAME: node name "Node_A" is not a DNS subdomain/ });
+  t.throws(() => parseAgentConfig(['--node-name=a', '--heartbeat=300'], {}), { message: /--heartbeat "300" needs a unit/ });
+  t.throws(() => parseAgentConfig(['--node-name=a', '--host-disk-dir=rel/dir'], {}), { message: /--host-disk-dir must be an absolute path/ });
+  t.throws(() => parseAgentConfig(['--node-name=a', '--bogus'], {}), { message: /Unknown argument: bogus/ });
+});
+
+test('controller leader election timings must be ordered', (t) => {
+  t.throws(() => parseControllerConfig(['--lease-duration=5s', '--renew-deadline=10s']), { message: /--lease-duration > --renew-deadline > --retry-period/ });
+  t.like(parseControllerConfig([]), { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, leaderElect: true });
+});
+
+test('durations read like Go durations', (t) => {
+  t.is(parseDuration('1m30s'), 90_000);
+  t.is(parseDuration('250ms'), 250);
+  t.is(parseDuration('2h'), 7_200_000);
+  t.throws(() => parseDuration('5 minutes'), { message: /invalid duration/ });
+});

@@ -1,0 +1,82 @@
+// The informer's recovery paths against nock: 410 on a watch relists, a server-closed watch resumes
+// from the last resourceVersion, and a failing list backs off and retries.
+import { KubeConfig } from '@kubernetes/client-node';
+import test from 'ava';
+import nock from 'nock';
+import { NodeDiskClient, NODEDISKS_PATH } from '../../api/client.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { Informer } from '../../lib/kube/informer.ts';
+import { RestClient } from '../../lib/kube/rest.ts';
+import { Backoff } from '../../lib/runtime/backoff.ts';
+import { createLogger } from '../../lib/runtime/log.ts';
+
+const SERVER = 'https://k8s.informer.test:6443';
+const silent = createLogger('test', { write: () => {} });
+
+function client(): NodeDiskClient {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: SERVER }],
+    users: [{ name: 'u', token: 't' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  return new NodeDiskClient(new RestClient(kc, { timeoutMs: 2000 }));
+}
+
+const nd = (name: string, rv: string) => ({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name, resourceVersion: rv }, spec: { nodeName: 'n', diskID: name, path: `/d/${name}.img` } });
+const list = (rv: string, ...items: object[]) => ({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDiskList', metadata: { resourceVersion: rv }, items });
+const lines = (...events: object[]) => events.map((e) => JSON.stringify(e)).join('\n') + '\n';
+
+test.before(() => nock.disableNetConnect());
+test.afterEach.always(() => nock.cleanAll());
+
+function run(handlers: { upserts: string[]; deletes: string[] }) {
+  const c = client();
+  const inf = new Informer<NodeDisk>(
+    { list: (o) => c.list(o), watch: (o, s) => c.watch(o, s) },
+    { onUpsert: (o) => handlers.upserts.push(`${o.metadata.name}@${o.metadata.resourceVersion}`), onDelete: (o) => handlers.deletes.push(o.metadata.name ?? '') },
+    { log: silent, backoff: new Backoff({ initialMs: 10, maxMs: 20 }), watchTimeoutSeconds: 60 },
+  );
+  const stop = new AbortController();
+  return { inf, stop, done: inf.run(stop.signal) };
+}
+
+const until = async (cond: () => boolean) => {
+  const deadline = Date.now() + 5000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+test.serial('a 410 during the watch relists, and objects gone meanwhile are deleted from the cache', async (t) => {
+  nock(SERVER)
+    .get(NODEDISKS_PATH).query({ limit: '500' }).reply(200, list('10', nd('a', '5'), nd('b', '6')))
+    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '10')
+    .reply(200, lines({ type: 'MODIFIED', object: nd('a', '11') }, { type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } }))
+    .get(NODEDISKS_PATH).query({ limit: '500' }).reply(200, list('20', nd('a', '11')))
+    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '20').delay(3000).reply(200, '');
+  const seen = { upserts: [] as string[], deletes: [] as string[] };
+  const { inf, stop, done } = run(seen);
+  await until(() => seen.deletes.includes('b'));
+  stop.abort();
+  await done;
+  t.deepEqual(seen.upserts.slice(0, 3), ['a@5', 'b@6', 'a@11']);
+  t.deepEqual([...inf.cache.keys()], ['a']);
+});
+
+test.serial('a failing list backs off and retries until it succeeds', async (t) => {
+  nock(SERVER)
+    .get(NODEDISKS_PATH).query({ limit: '500' }).reply(503, { kind: 'Status', code: 503, message: 'unavailable' })
+    .get(NODEDISKS_PATH).query({ limit: '500' }).reply(429, { kind: 'Status', code: 429, message: 'slow down' }, { 'Retry-After': '1' })
+    .get(NODEDISKS_PATH).query({ limit: '500' }).reply(200, list('7', nd('a', '7')))
+    .get(NODEDISKS_PATH).query((q) => q.watch === 'true').delay(3000).reply(200, '');
+  const seen = { upserts: [] as string[], deletes: [] as string[] };
+  const { inf, stop, done } = run(seen);
+  await until(() => inf.hasSynced);
+  stop.abort();
+  await done;
+  t.deepEqual(seen.upserts, ['a@7']);
+  t.is(inf.error, undefined);
+});
