@@ -208,12 +208,12 @@ test.serial('a controller restarted mid-flow converges', async (t) => {
   await kubectl('label', 'nodedisk', nodeDiskName(node, disk), 'localtest.example.com/auto-reserve=true');
   controller = await startController(controlPlane(), { logDir: logDir(), identity: 'controller-1' });
   // The crashed leader never released its Lease: the new one waits out the lease duration (15 s).
-  const nd = await eventually('Reserved after controller restart', async () => {
+  const nd = await eventually('Reserved and Ready for the current generation after controller restart', async () => {
     const x = await get(node, disk);
-    return x.status?.node?.phase === 'Reserved' ? x : undefined;
+    const ready = x.status?.controller?.conditions?.find((c) => c.type === 'Ready');
+    return x.status?.node?.phase === 'Reserved' && x.status?.controller?.observedGeneration === x.metadata.generation && ready?.status === 'True' ? x : undefined;
   }, 45_000);
   t.is(nd.spec.desired?.owner, 'auto');
-  t.is(nd.status?.controller?.observedGeneration, nd.metadata.generation);
 });
 
 test.serial('agents and controller survive an API server restart and keep working', async (t) => {

@@ -1,0 +1,71 @@
+// Measures the reservation flow on the real control plane: discovery time for many disks on one node,
+// label → marker latency, API writes in steady state, and the agent's and controller's memory.
+// `npm run bench:flow` (DISKS=300 SAMPLES=20 STEADY_SECONDS=30 by default).
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NodeDiskClient } from '../api/client.ts';
+import { nodeDiskName } from '../api/names.ts';
+import { loadKubeConfig } from '../lib/kube/config.ts';
+import { RestClient } from '../lib/kube/rest.ts';
+import { ControlPlane } from '../test/harness/controlplane.ts';
+import { seedDisks, startAgent, startController, type Program } from '../test/harness/programs.ts';
+import { eventually } from '../test/harness/wait.ts';
+
+const DISKS = Number(process.env.DISKS ?? 300);
+const SAMPLES = Number(process.env.SAMPLES ?? 20);
+const STEADY_SECONDS = Number(process.env.STEADY_SECONDS ?? 30);
+const node = 'bench-node';
+
+function rssMiB(p: Program): number {
+  // The program runs under lifeline.sh; its RSS is that of lifeline's node child.
+  const children = readFileSync(`/proc/${p.pid}/task/${p.pid}/children`, 'utf8').trim().split(/\s+/);
+  for (const c of children) {
+    const status = readFileSync(`/proc/${c}/status`, 'utf8');
+    if (readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('main.ts')) return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 1024;
+  }
+  return NaN;
+}
+
+const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
+
+const cp = await ControlPlane.start();
+const work = await mkdtemp(join(tmpdir(), 'nodedisks-bench-'));
+const programs: Program[] = [];
+try {
+  const diskDir = join(work, 'disks');
+  await seedDisks(diskDir, DISKS, 64 * 1024 * 1024);
+  const client = new NodeDiskClient(new RestClient(loadKubeConfig({ kubeconfig: cp.admin().kubeconfig })));
+  programs.push(await startController(cp, { logDir: work }));
+  const t0 = performance.now();
+  const agent = await startAgent(cp, { node, diskDir, logDir: work, rescanInterval: '1s' });
+  programs.push(agent);
+  await eventually(`${DISKS} disks Available`, async () => (await client.list()).items.filter((i) => i.status?.node?.phase === 'Available').length === DISKS, 300_000, 200);
+  const discoverySeconds = (performance.now() - t0) / 1000;
+
+  const latencies: number[] = [];
+  for (let i = 1; i <= SAMPLES; i++) {
+    const name = nodeDiskName(node, `disk${i}`);
+    const started = performance.now();
+    await cp.kubectl(cp.admin(), ['label', 'nodedisk', name, 'localtest.example.com/auto-reserve=true']);
+    await eventually('marker', async () => existsSync(join(diskDir, `disk${i}.img.reserved`)), 30_000, 5);
+    latencies.push(performance.now() - started);
+  }
+  await eventually('all reported Reserved', async () => (await client.list({ fieldSelector: 'status.node.phase=Reserved' })).items.length === SAMPLES, 60_000, 100);
+  await new Promise((r) => setTimeout(r, 2000));
+
+  const before = new Map((await client.list()).items.map((i) => [i.metadata.name, i.metadata.resourceVersion]));
+  await new Promise((r) => setTimeout(r, STEADY_SECONDS * 1000));
+  const changed = (await client.list()).items.filter((i) => before.get(i.metadata.name) !== i.metadata.resourceVersion).length;
+
+  console.log(`disks: ${DISKS} on one node; Kubernetes ${cp.binaries.kubernetesVersion}`);
+  console.log(`discovery: all ${DISKS} disks created and reported Available in ${discoverySeconds.toFixed(2)} s (agent start included)`);
+  console.log(`label → marker on disk (kubectl label included): p50 ${pct(latencies, 0.5).toFixed(0)} ms, p95 ${pct(latencies, 0.95).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms over ${SAMPLES}`);
+  console.log(`steady state: ${changed} NodeDisks written in ${STEADY_SECONDS} s with a 1 s rescan (heartbeat 5 min)`);
+  console.log(`memory (RSS): agent ${rssMiB(agent).toFixed(0)} MiB, controller ${rssMiB(programs[0]!).toFixed(0)} MiB`);
+} finally {
+  await Promise.all(programs.map((p) => p.stop()));
+  await cp.stop();
+  await rm(work, { recursive: true, force: true });
+}
