@@ -63,12 +63,21 @@ test.serial('two controllers: one leads, the other takes over when the leader di
   t.true(b.logs().includes('"msg":"became leader"'));
 
   // A clean stop releases the lease: a new replica takes over without waiting out the lease.
-  const c = await startController(cp, { logDir: join(work, 'logs'), identity: 'ctl-c' });
+  const c = await startController(cp, { logDir: join(work, 'logs'), identity: 'ctl-c', extraArgs: ['--agent-stale-after=3s'] });
   started.push(c);
   await b.stop();
   const handover = Date.now();
   await eventually('ctl-c leads', async () => (await lease()).spec.holderIdentity === 'ctl-c', 15_000);
   t.true(Date.now() - handover < 8000, `handover took ${Date.now() - handover} ms`);
+
+  // An agent that stops reporting is shown, not hidden: Ready turns Unknown (AgentStale) on its own.
+  await agent.crash();
+  const stale = await eventually('Ready AgentStale', async () => {
+    const ready = (await client.get(nodeDiskName(node, 'disk2'))).status?.controller?.conditions?.find((x) => x.type === 'Ready');
+    return ready?.reason === 'AgentStale' ? ready : undefined;
+  }, 20_000);
+  t.is(stale.status, 'Unknown');
+  t.regex(stale.message, /the node agent on node-ha last reported at/);
 });
 
 test.serial('the agent serves metrics, health and readiness; a missing disk dir makes it unready, not destructive', async (t) => {
