@@ -1,6 +1,6 @@
 // node-disks-agent: entry point. Exit codes: 0 after SIGTERM/SIGINT, 2 for bad configuration.
 import { NodeDiskClient } from '../api/client.ts';
-import { loadKubeConfig } from '../lib/kube/config.ts';
+import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { createLogger } from '../lib/runtime/log.ts';
 import { startOpsServer } from '../lib/runtime/server.ts';

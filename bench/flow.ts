@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeDiskClient } from '../api/client.ts';
 import { nodeDiskName } from '../api/names.ts';
-import { loadKubeConfig } from '../lib/kube/config.ts';
+import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { ControlPlane } from '../test/harness/controlplane.ts';
 import { seedDisks, startAgent, startController, type Program } from '../test/harness/programs.ts';

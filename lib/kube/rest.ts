@@ -1,12 +1,12 @@
-// A small REST client over node:https, authenticated from a kubeconfig by @kubernetes/client-node.
+// A small REST client over node:https, authenticated from a kubeconfig (./kubeconfig.ts).
 // We talk HTTP directly (rather than through the generated API classes) because every program here
 // needs what those hide: server-side apply content types, streaming watches, the Status body of an
 // error, Retry-After, and request timeouts.
 
-import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { ApiError, TransportError, type Status } from './errors.ts';
+import type { ClusterAccess } from './kubeconfig.ts';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -36,17 +36,21 @@ export interface RestClientOptions {
 
 export class RestClient {
   readonly server: string;
-  private readonly kc: KubeConfig;
+  readonly access: ClusterAccess;
   private readonly opts: RestClientOptions;
+  /** Keep-alive: paged lists and controllers reuse one TLS connection instead of a handshake per call. */
+  private readonly agent: HttpAgent | HttpsAgent;
 
-  constructor(kc: KubeConfig, opts: RestClientOptions = {}) {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) {
-      throw new Error('the kubeconfig has no current cluster; set current-context or pass --context');
-    }
-    this.server = cluster.server.replace(/\/+$/, '');
-    this.kc = kc;
+  constructor(access: ClusterAccess, opts: RestClientOptions = {}) {
+    this.server = access.server;
+    this.access = access;
     this.opts = opts;
+    this.agent = access.server.startsWith('http:') ? new HttpAgent({ keepAlive: true }) : new HttpsAgent({ keepAlive: true });
+  }
+
+  /** Closes idle connections, so a short-lived command exits at once. */
+  close(): void {
+    this.agent.destroy();
   }
 
   private url(path: string, query?: Query): URL {
@@ -60,12 +64,17 @@ export class RestClient {
   /** Opens a request and resolves with the response once headers arrive. Errors carry the Status body. */
   async open(method: string, path: string, init: RequestInit = {}): Promise<IncomingMessage> {
     const url = this.url(path, init.query);
-    const options: RequestOptions & { headers: Record<string, string> } = {
+    const auth = await this.access.headers();
+    const headers: OutgoingHttpHeaders = { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? 'nodedisks', ...auth };
+    const tls = this.access.tls;
+    const options: RequestOptions & { headers: OutgoingHttpHeaders } = {
       method,
-      headers: { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? 'nodedisks' },
+      headers,
+      agent: this.agent,
+      ...(url.protocol === 'https:'
+        ? { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.servername }
+        : {}),
     };
-    // Fills in CA, client certificates and bearer tokens (including exec and token-file users).
-    await this.kc.applyToHTTPSOptions(options);
     let payload: string | undefined;
     if (init.body !== undefined) {
       payload = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);

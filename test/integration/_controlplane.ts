@@ -1,8 +1,8 @@
 // One real control plane per test file: started before the file's tests, stopped after them, and its
 // logs printed when a test fails.
-import { KubeConfig } from '@kubernetes/client-node';
 import type { TestFn } from 'ava';
 import { NodeDiskClient } from '../../api/client.ts';
+import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { ControlPlane, type Identity } from '../harness/controlplane.ts';
 
@@ -25,9 +25,7 @@ export function useControlPlane(test: TestFn): () => ControlPlane {
 }
 
 export function restFor(identity: Identity, timeoutMs = 30_000): RestClient {
-  const kc = new KubeConfig();
-  kc.loadFromFile(identity.kubeconfig);
-  return new RestClient(kc, { timeoutMs });
+  return new RestClient(loadKubeConfig({ kubeconfig: identity.kubeconfig }), { timeoutMs });
 }
 
 export function nodeDisksFor(identity: Identity): NodeDiskClient {

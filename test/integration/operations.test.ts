@@ -53,8 +53,9 @@ test.serial('two controllers: one leads, the other takes over when the leader di
   t.regex((await get(b, '/metrics')).body, /^nodedisks_controller_leader 0$/m);
   t.regex((await get(a, '/metrics')).body, /^nodedisks_controller_leader 1$/m);
 
-  await a.crash();
   const client = nodeDisksFor(cp.admin());
+  await eventually('disks discovered', async () => (await client.get(nodeDiskName(node, 'disk1'))).status?.node?.phase === 'Available');
+  await a.crash();
   await cp.kubectl(cp.admin(), ['label', 'nodedisk', nodeDiskName(node, 'disk1'), 'localtest.example.com/auto-reserve=true']);
   const took = Date.now();
   await eventually('ctl-b leads', async () => (await lease()).spec.holderIdentity === 'ctl-b', 30_000);
@@ -130,7 +131,7 @@ test('bad configuration exits 2 with the problem and the fix', async (t) => {
   await writeFile(broken, 'apiVersion: v1\nclusters: [ {{ not yaml');
   const badKc = await fails(AGENT_MAIN, [`--kubeconfig=${broken}`, '--node-name=node-cfg']);
   t.is(badKc.code, 2);
-  t.regex(badKc.stderr, /cannot load kubeconfig .*broken-kubeconfig: .*fix the file or point --kubeconfig at a valid one/);
+  t.regex(badKc.stderr, /kubeconfig .*broken-kubeconfig is not valid YAML: .*; fix the file or point --kubeconfig at a valid one/);
 
   const missing = await fails(CONTROLLER_MAIN, ['--kubeconfig=/nonexistent/kubeconfig']);
   t.is(missing.code, 2);

@@ -1,12 +1,12 @@
 // The informer's recovery paths against nock: 410 on a watch relists, a server-closed watch resumes
 // from the last resourceVersion, and a failing list backs off and retries.
-import { KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
 import nock from 'nock';
 import { NodeDiskClient, NODEDISKS_PATH } from '../../api/client.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { Informer } from '../../lib/kube/informer.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
+import { tokenAccess } from './_access.ts';
 import { Backoff } from '../../lib/runtime/backoff.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 
@@ -14,14 +14,7 @@ const SERVER = 'https://k8s.informer.test:6443';
 const silent = createLogger('test', { write: () => {} });
 
 function client(): NodeDiskClient {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: SERVER }],
-    users: [{ name: 'u', token: 't' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  return new NodeDiskClient(new RestClient(kc, { timeoutMs: 2000 }));
+  return new NodeDiskClient(new RestClient(tokenAccess(SERVER, 't'), { timeoutMs: 2000 }));
 }
 
 const nd = (name: string, rv: string) => ({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name, resourceVersion: rv }, spec: { nodeName: 'n', diskID: name, path: `/d/${name}.img` } });

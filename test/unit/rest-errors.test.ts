@@ -1,22 +1,15 @@
 // HTTP error paths of the REST client, against nock: each becomes an error a caller can act on.
-import { KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
 import nock from 'nock';
 import { NodeDiskClient, NODEDISKS_PATH } from '../../api/client.ts';
 import { ApiError, isRetryable, TransportError } from '../../lib/kube/errors.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
+import { tokenAccess } from './_access.ts';
 
 const SERVER = 'https://k8s.unit.test:6443';
 
 function client(timeoutMs = 0): NodeDiskClient {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: SERVER, skipTLSVerify: false }],
-    users: [{ name: 'u', token: 'secret-token' }],
-    contexts: [{ name: 'ctx', cluster: 'c', user: 'u' }],
-    currentContext: 'ctx',
-  });
-  return new NodeDiskClient(new RestClient(kc, { timeoutMs }));
+  return new NodeDiskClient(new RestClient(tokenAccess(SERVER, 'secret-token'), { timeoutMs }));
 }
 
 test.before(() => nock.disableNetConnect());
