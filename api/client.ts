@@ -16,6 +16,10 @@ export interface ListOptions {
   resourceVersion?: string;
 }
 
+export type JsonPatchOp =
+  | { op: 'add' | 'replace' | 'test'; path: string; value: unknown }
+  | { op: 'remove'; path: string };
+
 export interface ApplyOptions {
   fieldManager: string;
   force?: boolean;
@@ -99,6 +103,15 @@ export class NodeDiskClient {
     return this.rest.request<NodeDisk>('PATCH', `${NODEDISKS_PATH}/${encodeURIComponent(name)}`, {
       body: patch,
       contentType: CONTENT_TYPE.merge,
+      query: { fieldManager: o.fieldManager, dryRun: o.dryRun ? 'All' : undefined },
+    });
+  }
+
+  /** A JSON Patch (RFC 6902): the one way to remove a field that other managers also own. */
+  jsonPatch(name: string, ops: readonly JsonPatchOp[], o: { fieldManager: string; dryRun?: boolean }): Promise<NodeDisk> {
+    return this.rest.request<NodeDisk>('PATCH', `${NODEDISKS_PATH}/${encodeURIComponent(name)}`, {
+      body: ops,
+      contentType: CONTENT_TYPE.jsonPatch,
       query: { fieldManager: o.fieldManager, dryRun: o.dryRun ? 'All' : undefined },
     });
   }

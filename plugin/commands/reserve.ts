@@ -1,0 +1,195 @@
+// kubectl nodedisks reserve|release NAME…|-l SELECTOR|--node N [--all] [--owner X]
+// reserve: by default sets the auto-reserve label (the controller's policy path); --owner X sets
+// spec.desired to Reserved/X (a manual reservation). release undoes either. All writes are server-side
+// apply under --field-manager (kubectl-nodedisks).
+import type { Argv } from 'yargs';
+import { API_VERSION, AUTO_OWNER, AUTO_RESERVE_VALUE, FIELD_MANAGER, KIND, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import type { JsonPatchOp, NodeDiskApply } from '../../api/client.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { ApiError } from '../../lib/kube/errors.ts';
+import type { Session } from '../context.ts';
+import { EXIT, PluginError, usageError } from '../errors.ts';
+import { applyResolving, fieldOwners, gitOwners, gitRouteError, type ApplyFlags } from '../ownership.ts';
+import { hasSelection, resolveTargets, type SelectionFlags } from '../select.ts';
+import { selectionOptions } from './list.ts';
+
+export interface MutateArgs extends SelectionFlags {
+  names: string[];
+  all?: boolean | undefined;
+  owner?: string | undefined;
+  force?: boolean | undefined;
+  'dry-run'?: string | undefined;
+  output?: string | undefined;
+  'field-manager'?: string | undefined;
+  'force-conflicts'?: boolean | undefined;
+}
+
+const OWNER_RE = /^[A-Za-z0-9]([-A-Za-z0-9_.:@/]*[A-Za-z0-9])?$/;
+
+function dryRunMode(v: string | undefined): 'none' | 'client' | 'server' {
+  if (v === undefined || v === 'none') return 'none';
+  if (v === 'client' || v === 'server') return v;
+  if (v === '' || v === 'true') return 'client';
+  throw usageError(`--dry-run must be none, client or server, got ${JSON.stringify(v)}`);
+}
+
+function mutateOptions<T>(y: Argv<T>) {
+  return selectionOptions(y)
+    .positional('names', { type: 'string', array: true, default: [] as string[], describe: 'NodeDisk names' })
+    .option('all', { type: 'boolean', default: false, describe: 'With -l/--node: act on every match, not just one' })
+    .option('owner', { type: 'string', describe: 'A manual reservation for this owner instead of the auto-reserve label' })
+    .option('force', { type: 'boolean', default: false, describe: "Take over or release someone else's reservation" })
+    .option('dry-run', { type: 'string', describe: 'none, client (print only) or server (the API server validates, nothing is stored)' })
+    .option('output', { alias: 'o', type: 'string', describe: 'yaml or json: print the exact server-side apply patches' })
+    .option('field-manager', { type: 'string', default: FIELD_MANAGER.plugin, describe: 'Server-side apply field manager' })
+    .option('force-conflicts', { type: 'boolean', default: false, describe: 'Take fields over from other field managers (including GitOps controllers)' });
+}
+
+/** A server-side apply, or (only to remove fields) a JSON Patch guarded by the resourceVersion. */
+type Step = { body: NodeDiskApply; force?: boolean } | { name: string; patch: JsonPatchOp[] };
+
+interface Plan {
+  nd: NodeDisk;
+  steps: Step[];
+  /** What the confirmation line says. */
+  verb: string;
+  skip?: string;
+}
+
+const base = (nd: NodeDisk) => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name: nd.metadata.name ?? '' } }) as const;
+
+function validateOwner(owner: string | undefined): void {
+  if (owner !== undefined && (owner === AUTO_OWNER || !OWNER_RE.test(owner) || owner.length > 253)) {
+    throw usageError(
+      owner === AUTO_OWNER
+        ? '--owner auto is reserved for the label policy; omit --owner to reserve through the label'
+        : `--owner ${JSON.stringify(owner)} is not a valid owner: letters, digits and - _ . : @ /, starting and ending with a letter or digit`,
+    );
+  }
+}
+
+function planReserve(nd: NodeDisk, args: MutateArgs): Plan {
+  const d = nd.spec.desired;
+  const heldBy = d?.state === 'Reserved' ? d.owner ?? '' : undefined;
+  if (args.owner !== undefined) {
+    if (heldBy === args.owner) return { nd, steps: [], verb: '', skip: `already reserved by ${args.owner}` };
+    if (heldBy !== undefined && !args.force) {
+      throw new PluginError(`${nd.metadata.name} is already reserved by ${heldBy || 'a manual reservation with no owner'}; release it first, or pass --force to take it over`, EXIT.conflict);
+    }
+    const owners = fieldOwners(nd, ['spec', 'desired', 'state']);
+    if (gitOwners(owners).length && !args['force-conflicts']) throw gitRouteError(nd, 'spec.desired', gitOwners(owners));
+    return { nd, steps: [{ body: { ...base(nd), spec: { desired: { state: 'Reserved', owner: args.owner } } }, force: heldBy !== undefined }], verb: `reserved for ${args.owner}` };
+  }
+  if (heldBy !== undefined && heldBy !== AUTO_OWNER && !args.force) {
+    throw new PluginError(`${nd.metadata.name} is reserved by ${heldBy || 'a manual reservation with no owner'}; the auto-reserve label would have no effect. Release it first (it needs --force if it is not yours)`, EXIT.conflict);
+  }
+  if (nd.metadata.labels?.[LABEL_AUTO_RESERVE] === AUTO_RESERVE_VALUE) return { nd, steps: [], verb: '', skip: 'already labelled for auto reservation' };
+  const owners = fieldOwners(nd, ['metadata', 'labels', LABEL_AUTO_RESERVE]);
+  if (gitOwners(owners).length && !args['force-conflicts']) throw gitRouteError(nd, `label ${LABEL_AUTO_RESERVE}`, gitOwners(owners));
+  return { nd, steps: [{ body: { ...base(nd), metadata: { ...base(nd).metadata, labels: { [LABEL_AUTO_RESERVE]: AUTO_RESERVE_VALUE } } } }], verb: 'reserved (auto-reserve label set)' };
+}
+
+// Server-side apply cannot remove a field that another manager also owns (for example a label set with
+// `kubectl label`), so a release is one JSON Patch: it tests the resourceVersion it was planned against
+// (someone else's change in between makes it fail with a conflict, never overwrite) and removes exactly
+// the reservation. docs/adr/0009-plugin.md.
+function planRelease(nd: NodeDisk, args: MutateArgs): Plan {
+  const d = nd.spec.desired;
+  const label = nd.metadata.labels?.[LABEL_AUTO_RESERVE];
+  const ops: JsonPatchOp[] = [{ op: 'test', path: '/metadata/resourceVersion', value: nd.metadata.resourceVersion }];
+  let verb = 'released (auto-reserve label removed)';
+  if (label !== undefined) {
+    const owners = fieldOwners(nd, ['metadata', 'labels', LABEL_AUTO_RESERVE]);
+    if (gitOwners(owners).length && !args['force-conflicts']) throw gitRouteError(nd, `label ${LABEL_AUTO_RESERVE}`, gitOwners(owners));
+    ops.push({ op: 'remove', path: `/metadata/labels/${LABEL_AUTO_RESERVE.replace(/~/g, '~0').replace(/\//g, '~1')}` });
+  }
+  if (d?.state === 'Reserved' && d.owner !== AUTO_OWNER) {
+    const holder = d.owner ?? '';
+    if (holder !== (args.owner ?? '') && !args.force) {
+      throw new PluginError(`${nd.metadata.name} is reserved by ${holder || 'a manual reservation with no owner'}${args.owner ? `, not ${args.owner}` : ''}; pass --force to release someone else's reservation`, EXIT.conflict);
+    }
+    const owners = fieldOwners(nd, ['spec', 'desired', 'state']);
+    if (gitOwners(owners).length && !args['force-conflicts']) throw gitRouteError(nd, 'spec.desired', gitOwners(owners));
+    ops.push({ op: 'replace', path: '/spec/desired', value: { state: 'Available' } });
+    verb = holder && holder !== args.owner ? `released (it was reserved by ${holder})` : 'released';
+  }
+  if (ops.length === 1) return { nd, steps: [], verb: '', skip: 'not reserved' };
+  return { nd, steps: [{ name: nd.metadata.name ?? '', patch: ops }], verb };
+}
+
+async function execute(session: Session, args: MutateArgs, action: 'reserve' | 'release'): Promise<void> {
+  const mode = dryRunMode(args['dry-run']);
+  const print = args.output;
+  if (print !== undefined && print !== 'yaml' && print !== 'json') throw usageError('-o for reserve/release is yaml or json (the patches)');
+  if (action === 'reserve') validateOwner(args.owner);
+  if (!args.names.length && !hasSelection(args)) throw usageError(`${action} needs disk names, or -l/--node with --all; see kubectl nodedisks ${action} --help`);
+  if (action === 'release' && hasSelection(args) && !args.all) throw usageError('release with -l/--node/--phase/--desired releases every match: add --all to confirm');
+
+  let targets = await resolveTargets(session, args.names, args);
+  if (targets.length === 0) throw new PluginError('no NodeDisk matches the selection', EXIT.notFound);
+  if (action === 'reserve' && hasSelection(args) && !args.all) {
+    // "Give me a disk": the first free, healthy one (by name) of the selection.
+    const free = targets.filter((nd) => (nd.spec.desired?.state ?? 'Available') === 'Available' && nd.status?.node?.phase === 'Available' && nd.metadata.labels?.[LABEL_AUTO_RESERVE] !== AUTO_RESERVE_VALUE);
+    free.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+    if (!free[0]) throw new PluginError(`none of the ${targets.length} selected disks is free (desired and reported Available)`, EXIT.notFound);
+    targets = [free[0]];
+  }
+  const plans = targets.map((nd) => (action === 'reserve' ? planReserve(nd, args) : planRelease(nd, args)));
+  const flags: ApplyFlags = { fieldManager: args['field-manager'] ?? FIELD_MANAGER.plugin, forceConflicts: !!args['force-conflicts'], dryRun: mode === 'server' };
+  const client = session.client();
+  const patches: (NodeDiskApply | { name: string; jsonPatch: JsonPatchOp[] })[] = [];
+  let done = 0;
+  for (const plan of plans) {
+    session.io.progress(`${action} ${++done}/${plans.length} ${plan.nd.metadata.name}`);
+    if (plan.skip) {
+      if (!print) session.io.out(`nodedisk.${API_VERSION.split('/')[0]}/${plan.nd.metadata.name} unchanged (${plan.skip})\n`);
+      continue;
+    }
+    for (const step of plan.steps) {
+      if ('patch' in step) {
+        patches.push({ name: step.name, jsonPatch: step.patch });
+        if (mode !== 'client') {
+          try {
+            await client.jsonPatch(step.name, step.patch, { fieldManager: flags.fieldManager, dryRun: flags.dryRun });
+          } catch (err) {
+            if (err instanceof ApiError && (err.statusCode === 422 || err.statusCode === 409) && /test/i.test(err.message)) {
+              throw new PluginError(`${step.name} changed while it was being released; run the command again`, EXIT.conflict);
+            }
+            throw err;
+          }
+        }
+        continue;
+      }
+      patches.push(step.body);
+      if (mode !== 'client') await applyResolving(client, step.body, { ...flags, forceConflicts: flags.forceConflicts || !!step.force });
+    }
+    if (!print) session.io.out(`nodedisk.${API_VERSION.split('/')[0]}/${plan.nd.metadata.name} ${plan.verb}${mode !== 'none' ? ` (dry run: ${mode})` : ''}\n`);
+  }
+  session.io.progress('');
+  if (print === 'json') session.io.out(JSON.stringify(patches.length === 1 ? patches[0] : { apiVersion: 'v1', kind: 'List', items: patches }, null, 2) + '\n');
+  if (print === 'yaml') {
+    const { dump } = await import('js-yaml');
+    session.io.out(patches.map((p) => dump(p, { noRefs: true, lineWidth: -1 })).join('---\n'));
+  }
+}
+
+export const reserveCommand = {
+  command: 'reserve [names..]',
+  describe: 'Reserve disks: through the auto-reserve label, or for an owner with --owner',
+  builder: (y: Argv) =>
+    mutateOptions(y)
+      .example('$0 reserve node-disk-node-a-disk1', 'label the disk; the controller reserves it for owner auto')
+      .example('$0 reserve --node node-a --owner team-db', 'reserve one free disk of node-a for team-db')
+      .example('$0 reserve -l localtest.example.com/node=node-a --all --dry-run=server -o yaml', 'validate and show the patches, change nothing'),
+  run: (session: Session, args: MutateArgs) => execute(session, args, 'reserve'),
+};
+
+export const releaseCommand = {
+  command: 'release [names..]',
+  describe: 'Release reservations (the label, or a manual one; --force for someone else’s)',
+  builder: (y: Argv) =>
+    mutateOptions(y)
+      .example('$0 release node-disk-node-a-disk1', 'remove the auto-reserve label, or release your manual reservation')
+      .example('$0 release node-disk-node-a-disk2 --force', "release someone else's reservation (it says whose it was)"),
+  run: (session: Session, args: MutateArgs) => execute(session, args, 'release'),
+};

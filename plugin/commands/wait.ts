@@ -1,0 +1,114 @@
+// kubectl nodedisks wait NAME…|-l … --for=phase=Reserved|Available|condition=Ready[=False] --timeout=60s
+import type { Argv } from 'yargs';
+import { API_VERSION } from '../../api/constants.ts';
+import { isNodePhase, NODE_PHASES, type NodeDisk } from '../../api/v1alpha1/types.ts';
+import { parseDuration } from '../../lib/runtime/duration.ts';
+import type { Session } from '../context.ts';
+import { EXIT, PluginError, usageError } from '../errors.ts';
+import { fieldSelector, hasSelection, resolveTargets, type SelectionFlags } from '../select.ts';
+import { selectionOptions } from './list.ts';
+
+export interface WaitArgs extends SelectionFlags {
+  names: string[];
+  for?: string | undefined;
+  timeout?: string | undefined;
+}
+
+type Predicate = { describe: string; test: (nd: NodeDisk) => boolean };
+
+export function parseFor(v: string | undefined): Predicate {
+  const phase = /^phase=(.+)$/.exec(v ?? '');
+  if (phase) {
+    const want = phase[1]!;
+    if (!isNodePhase(want)) throw usageError(`--for=phase=${want}: the phase is one of ${NODE_PHASES.join(', ')}`);
+    return { describe: `phase ${want}`, test: (nd) => nd.status?.node?.phase === want };
+  }
+  const cond = /^condition=([A-Za-z]+)(?:=(True|False|Unknown|true|false|unknown))?$/.exec(v ?? '');
+  if (cond) {
+    const type = cond[1]!;
+    const status = (cond[2] ?? 'True').replace(/^./, (c) => c.toUpperCase());
+    // Like kubectl wait, a condition counts only once the controller has seen the current generation.
+    return {
+      describe: `condition ${type}=${status}`,
+      test: (nd) =>
+        (nd.status?.controller?.observedGeneration ?? -1) >= (nd.metadata.generation ?? 0) &&
+        nd.status?.controller?.conditions?.some((c) => c.type === type && c.status === status) === true,
+    };
+  }
+  throw usageError(`--for must be phase=<Phase> or condition=<Type>[=True|False|Unknown], got ${JSON.stringify(v ?? '')}`);
+}
+
+export const waitCommand = {
+  command: 'wait [names..]',
+  describe: 'Wait until disks reach a phase or a condition, like kubectl wait',
+  builder: (y: Argv) =>
+    selectionOptions(y)
+      .positional('names', { type: 'string', array: true, default: [] as string[] })
+      .option('for', { type: 'string', demandOption: true, describe: 'phase=Reserved|Available|… or condition=Ready[=True|False]' })
+      .option('timeout', { type: 'string', default: '30s', describe: 'Give up after this long (0 checks once)' })
+      .example('$0 wait node-disk-node-a-disk1 --for=phase=Reserved --timeout=60s', '')
+      .example('$0 wait -l localtest.example.com/node=node-a --for=condition=Ready', ''),
+  run: async (session: Session, args: WaitArgs): Promise<void> => {
+    const predicate = parseFor(args.for);
+    let timeoutMs: number;
+    try {
+      timeoutMs = args.timeout === '0' ? 0 : parseDuration(args.timeout ?? '30s', '--timeout');
+    } catch (err) {
+      throw usageError((err as Error).message);
+    }
+    if (!args.names.length && !hasSelection(args)) throw usageError('wait needs disk names or a selection (-l/--node)');
+    const client = session.client();
+    const targets = await resolveTargets(session, args.names, args);
+    if (targets.length === 0) throw new PluginError('no NodeDisk matches the selection', EXIT.notFound);
+    const pending = new Map(targets.map((nd) => [nd.metadata.name ?? '', nd]));
+    const report = (nd: NodeDisk) => session.io.out(`nodedisk.${API_VERSION.split('/')[0]}/${nd.metadata.name} condition met\n`);
+    for (const nd of targets) {
+      if (predicate.test(nd)) {
+        report(nd);
+        pending.delete(nd.metadata.name ?? '');
+      }
+    }
+    if (pending.size === 0) return;
+    const deadline = Date.now() + timeoutMs;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), timeoutMs);
+    try {
+      // One watch over the selection (or all disks when named), from the version we listed.
+      const rv = targets.map((t) => Number(t.metadata.resourceVersion ?? 0)).reduce((a, b) => Math.max(a, b), 0);
+      const fs = args.names.length ? undefined : fieldSelector(args);
+      while (pending.size > 0 && Date.now() < deadline) {
+        session.io.progress(`waiting for ${predicate.describe}: ${pending.size} of ${targets.length} disks left`);
+        try {
+          for await (const ev of client.watch({ labelSelector: args.names.length ? undefined : args.selector, fieldSelector: fs, resourceVersion: String(rv), allowWatchBookmarks: false, timeoutSeconds: Math.max(1, Math.ceil((deadline - Date.now()) / 1000)) }, abort.signal)) {
+            if (ev.type === 'ERROR') break; // 410: fall back to a fresh get below
+            const nd = ev.object;
+            const name = nd.metadata.name ?? '';
+            if (pending.has(name) && predicate.test(nd)) {
+              report(nd);
+              pending.delete(name);
+              if (pending.size === 0) break;
+            }
+          }
+        } catch (err) {
+          if (abort.signal.aborted) break;
+          throw err;
+        }
+        // Re-read what is left (covers a watch that ended or expired).
+        for (const name of [...pending.keys()]) {
+          const nd = await client.get(name);
+          if (predicate.test(nd)) {
+            report(nd);
+            pending.delete(name);
+          }
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+      session.io.progress('');
+    }
+    if (pending.size > 0) {
+      const names = [...pending.keys()];
+      throw new PluginError(`timed out after ${args.timeout} waiting for ${predicate.describe} on ${names.join(', ')}; see why with: kubectl nodedisks status ${names.slice(0, 3).join(' ')}`, EXIT.timeout);
+    }
+  },
+};

@@ -1,0 +1,58 @@
+// Who owns a field, from managedFields, and server-side apply with the plugin's conflict rules
+// (docs/adr/0004-field-ownership.md): the agent's ownership of the defaulted spec.desired.state is taken
+// over silently; anyone else's needs --force-conflicts, and git's comes with a pointer to the git route.
+import { FIELD_MANAGER, GITOPS_FIELD_MANAGERS } from '../api/constants.ts';
+import type { ApplyOptions, NodeDiskApply, NodeDiskClient } from '../api/client.ts';
+import type { NodeDisk } from '../api/v1alpha1/types.ts';
+import { ApiError } from '../lib/kube/errors.ts';
+import { conflictManagers, EXIT, PluginError } from './errors.ts';
+
+/** Managers that own the field at `path` (e.g. ['metadata', 'labels', 'x']) of the main resource. */
+export function fieldOwners(nd: NodeDisk, path: string[]): string[] {
+  const owners: string[] = [];
+  for (const entry of nd.metadata.managedFields ?? []) {
+    if (entry.subresource) continue;
+    let node: unknown = entry.fieldsV1;
+    for (const key of path) {
+      node = node && typeof node === 'object' ? (node as Record<string, unknown>)[`f:${key}`] : undefined;
+    }
+    if (node !== undefined && entry.manager) owners.push(entry.manager);
+  }
+  return owners;
+}
+
+export function gitOwners(owners: string[]): string[] {
+  return owners.filter((m) => GITOPS_FIELD_MANAGERS.includes(m));
+}
+
+export function gitRouteError(nd: NodeDisk, what: string, owners: string[]): PluginError {
+  return new PluginError(
+    `${what} of ${nd.metadata.name} is managed from git by ${owners.join(', ')}: change it in your GitOps repository ` +
+      `(kubectl nodedisks gitops … writes the overlay), or take it over here with --force-conflicts`,
+    EXIT.conflict,
+  );
+}
+
+export interface ApplyFlags {
+  fieldManager: string;
+  forceConflicts: boolean;
+  dryRun: boolean;
+}
+
+/**
+ * Server-side apply; on a conflict only with the agent (whose ownership of spec.desired.state is a
+ * defaulting artefact), retries with force. Other conflicts fail, unless --force-conflicts.
+ */
+export async function applyResolving(client: NodeDiskClient, body: NodeDiskApply, f: ApplyFlags): Promise<NodeDisk> {
+  const o: ApplyOptions = { fieldManager: f.fieldManager, force: f.forceConflicts, dryRun: f.dryRun };
+  try {
+    return await client.apply(body, o);
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.statusCode !== 409) throw err;
+    const managers = conflictManagers(err);
+    if (managers.length > 0 && managers.every((m) => m === FIELD_MANAGER.agent)) {
+      return await client.apply(body, { ...o, force: true });
+    }
+    throw err;
+  }
+}

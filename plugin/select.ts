@@ -1,0 +1,71 @@
+// Which NodeDisks a command acts on: names, or a label selector and field filters, read page by page.
+import { isDesiredState, isNodePhase, type NodeDisk } from '../api/v1alpha1/types.ts';
+import { DESIRED_STATES, NODE_PHASES } from '../api/v1alpha1/types.ts';
+import { nodeNameProblem } from '../api/names.ts';
+import { isApiError } from '../lib/kube/errors.ts';
+import type { Session } from './context.ts';
+import { EXIT, PluginError, usageError } from './errors.ts';
+
+export interface SelectionFlags {
+  selector?: string | undefined;
+  node?: string | undefined;
+  phase?: string | undefined;
+  desired?: string | undefined;
+  'chunk-size'?: number | undefined;
+}
+
+export function fieldSelector(f: SelectionFlags): string | undefined {
+  const parts: string[] = [];
+  if (f.node !== undefined) {
+    const problem = nodeNameProblem(f.node);
+    if (problem) throw usageError(`--node: ${problem}`);
+    parts.push(`spec.nodeName=${f.node}`);
+  }
+  if (f.phase !== undefined) {
+    if (!isNodePhase(f.phase)) throw usageError(`--phase must be one of ${NODE_PHASES.join(', ')}, got ${JSON.stringify(f.phase)}`);
+    parts.push(`status.node.phase=${f.phase}`);
+  }
+  if (f.desired !== undefined) {
+    if (!isDesiredState(f.desired)) throw usageError(`--desired must be one of ${DESIRED_STATES.join(', ')}, got ${JSON.stringify(f.desired)}`);
+    parts.push(`spec.desired.state=${f.desired}`);
+  }
+  return parts.length ? parts.join(',') : undefined;
+}
+
+/** A bad -l is reported by the API server as a 400; say which flag it was. */
+function selectorError(err: unknown, selector: string | undefined): never {
+  if (isApiError(err, 400) && selector !== undefined) {
+    throw new PluginError(`invalid label selector ${JSON.stringify(selector)} (-l): ${err.message}`, EXIT.usage);
+  }
+  throw err;
+}
+
+export function hasSelection(f: SelectionFlags): boolean {
+  return f.selector !== undefined || f.node !== undefined || f.phase !== undefined || f.desired !== undefined;
+}
+
+/** Streams matching NodeDisks a page at a time (`--chunk-size`, 500 by default, like kubectl). */
+export async function* selected(session: Session, f: SelectionFlags): AsyncGenerator<NodeDisk[]> {
+  const client = session.client();
+  try {
+    for await (const page of client.listPages({ labelSelector: f.selector, fieldSelector: fieldSelector(f), pageSize: f['chunk-size'] ?? 500 })) {
+      yield page.items;
+    }
+  } catch (err) {
+    selectorError(err, f.selector);
+  }
+}
+
+/** Named disks (each fetched; a missing one is an error naming it) or the selection. */
+export async function resolveTargets(session: Session, names: string[], f: SelectionFlags): Promise<NodeDisk[]> {
+  if (names.length && hasSelection(f)) throw usageError('name disks or select them with -l/--node/--phase/--desired, not both');
+  if (names.length) {
+    const client = session.client();
+    const out: NodeDisk[] = [];
+    for (const name of names) out.push(await client.get(name));
+    return out;
+  }
+  const out: NodeDisk[] = [];
+  for await (const page of selected(session, f)) out.push(...page);
+  return out;
+}
