@@ -1,7 +1,7 @@
 // Who owns a field, from managedFields, and server-side apply with the plugin's conflict rules
 // (docs/adr/0004-field-ownership.md): the agent's ownership of the defaulted spec.desired.state is taken
 // over silently; anyone else's needs --force-conflicts, and git's comes with a pointer to the git route.
-import { FIELD_MANAGER, GITOPS_FIELD_MANAGERS } from '../api/constants.ts';
+import { GITOPS_FIELD_MANAGERS } from '../api/constants.ts';
 import type { ApplyOptions, NodeDiskApply, NodeDiskClient } from '../api/client.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { ApiError } from '../lib/kube/errors.ts';
@@ -40,19 +40,25 @@ export interface ApplyFlags {
 }
 
 /**
- * Server-side apply; on a conflict only with the agent (whose ownership of spec.desired.state is a
- * defaulting artefact), retries with force. Other conflicts fail, unless --force-conflicts.
+ * Server-side apply with the plan's resourceVersion as a precondition. A field conflict with a GitOps
+ * manager fails (unless --force-conflicts) with a pointer to git. Any other field conflict is stale
+ * ownership of a value the plan already judged (the agent's defaulted Available, the controller's
+ * released Available, our own earlier Update): the apply is retried with force, still guarded by the
+ * resourceVersion, so nothing changed since the plan was read can be overwritten.
  */
-export async function applyResolving(client: NodeDiskClient, body: NodeDiskApply, f: ApplyFlags): Promise<NodeDisk> {
+export async function applyResolving(client: NodeDiskClient, body: NodeDiskApply, f: ApplyFlags, resourceVersion?: string): Promise<NodeDisk> {
+  const guarded: NodeDiskApply = resourceVersion ? { ...body, metadata: { ...body.metadata, resourceVersion } } : body;
   const o: ApplyOptions = { fieldManager: f.fieldManager, force: f.forceConflicts, dryRun: f.dryRun };
   try {
-    return await client.apply(body, o);
+    return await client.apply(guarded, o);
   } catch (err) {
     if (!(err instanceof ApiError) || err.statusCode !== 409) throw err;
     const managers = conflictManagers(err);
-    if (managers.length > 0 && managers.every((m) => m === FIELD_MANAGER.agent)) {
-      return await client.apply(body, { ...o, force: true });
+    if (managers.length === 0) {
+      throw new PluginError(`${body.metadata.name} changed while the command ran; run it again`, EXIT.conflict);
     }
-    throw err;
+    const git = gitOwners(managers);
+    if (git.length) throw err;
+    return await client.apply(guarded, { ...o, force: true });
   }
 }

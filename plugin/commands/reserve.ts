@@ -78,6 +78,9 @@ function planReserve(nd: NodeDisk, args: MutateArgs): Plan {
     }
     const owners = fieldOwners(nd, ['spec', 'desired', 'state']);
     if (gitOwners(owners).length && !args['force-conflicts']) throw gitRouteError(nd, 'spec.desired', gitOwners(owners));
+    // Taking over an auto reservation whose label git keeps would leave git and the cluster disagreeing.
+    const labelGit = gitOwners(fieldOwners(nd, ['metadata', 'labels', LABEL_AUTO_RESERVE]));
+    if (heldBy === AUTO_OWNER && labelGit.length && !args['force-conflicts']) throw gitRouteError(nd, `the reservation (label ${LABEL_AUTO_RESERVE})`, labelGit);
     return { nd, steps: [{ body: { ...base(nd), spec: { desired: { state: 'Reserved', owner: args.owner } } }, force: heldBy !== undefined }], verb: `reserved for ${args.owner}` };
   }
   if (heldBy !== undefined && heldBy !== AUTO_OWNER && !args.force) {
@@ -161,7 +164,7 @@ async function execute(session: Session, args: MutateArgs, action: 'reserve' | '
         continue;
       }
       patches.push(step.body);
-      if (mode !== 'client') await applyResolving(client, step.body, { ...flags, forceConflicts: flags.forceConflicts || !!step.force });
+      if (mode !== 'client') await applyResolving(client, step.body, { ...flags, forceConflicts: flags.forceConflicts || !!step.force }, plan.nd.metadata.resourceVersion);
     }
     if (!print) session.io.out(`nodedisk.${API_VERSION.split('/')[0]}/${plan.nd.metadata.name} ${plan.verb}${mode !== 'none' ? ` (dry run: ${mode})` : ''}\n`);
   }
