@@ -37,6 +37,10 @@ function selectorError(err: unknown, selector: string | undefined): never {
   if (isApiError(err, 400) && selector !== undefined) {
     throw new PluginError(`invalid label selector ${JSON.stringify(selector)} (-l): ${err.message}`, EXIT.usage);
   }
+  if (isApiError(err, 410)) {
+    // Pages already printed cannot be taken back, so do not silently restart: say what happened.
+    throw new PluginError(`the list changed too much while it was read page by page (continue token expired: ${err.message}); run the command again, or raise --chunk-size`, EXIT.error);
+  }
   throw err;
 }
 

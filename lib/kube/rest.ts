@@ -123,8 +123,23 @@ export class RestClient {
     });
   }
 
-  /** A request whose JSON answer is returned. */
+  /**
+   * A request whose JSON answer is returned. Reads (GET) that get 429 Too Many Requests are retried, as
+   * client-go does, after the Retry-After the server asked for (at most 10 s, at most 4 retries).
+   */
   async request<T>(method: string, path: string, init: RequestInit = {}): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.requestOnce<T>(method, path, init);
+      } catch (err) {
+        if (method !== 'GET' || attempt >= 4 || !(err instanceof ApiError) || err.statusCode !== 429) throw err;
+        const waitMs = Math.min(10, err.retryAfterSeconds ?? 1) * 1000;
+        await new Promise((r) => setTimeout(r, waitMs));
+      }
+    }
+  }
+
+  private async requestOnce<T>(method: string, path: string, init: RequestInit): Promise<T> {
     const res = await this.open(method, path, init);
     let text: string;
     try {

@@ -72,11 +72,26 @@ test.serial('410 on a continue token is reported as Expired', async (t) => {
   t.is(err?.reason, 'Expired');
 });
 
-test.serial('429 exposes Retry-After and is retryable', async (t) => {
-  nock(SERVER).get(NODEDISKS_PATH).reply(429, status(429, 'TooManyRequests', 'too many requests'), { 'Retry-After': '7' });
-  const err = await t.throwsAsync(client().list(), { instanceOf: ApiError });
+test.serial('429 on a write exposes Retry-After and is retryable', async (t) => {
+  nock(SERVER).post(NODEDISKS_PATH).query(true).reply(429, status(429, 'TooManyRequests', 'too many requests'), { 'Retry-After': '7' });
+  const err = await t.throwsAsync(
+    client().create({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name: 'a' }, spec: { nodeName: 'n', diskID: 'a', path: '/d/a.img' } }, { fieldManager: 'x' }),
+    { instanceOf: ApiError },
+  );
   t.is(err?.retryAfterSeconds, 7);
   t.true(isRetryable(err));
+});
+
+test.serial('429 on a read is retried after Retry-After', async (t) => {
+  nock(SERVER)
+    .get(NODEDISKS_PATH)
+    .reply(429, status(429, 'TooManyRequests', 'too many requests'), { 'Retry-After': '1' })
+    .get(NODEDISKS_PATH)
+    .reply(200, { apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDiskList', metadata: {}, items: [] });
+  const started = Date.now();
+  const list = await client().list();
+  t.deepEqual(list.items, []);
+  t.true(Date.now() - started >= 900, 'waited for Retry-After');
 });
 
 test.serial('a non-JSON error body still gives a message', async (t) => {

@@ -1,0 +1,153 @@
+// kubectl nodedisks error paths against nock: each API failure becomes a message that names the cause
+// and the fix, with its own exit code.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import nock from 'nock';
+import { NODEDISKS_PATH } from '../../api/client.ts';
+import { run } from '../../plugin/cli.ts';
+import type { Io } from '../../plugin/context.ts';
+
+const SERVER = 'https://k8s.plugin.test:6443';
+const savedKubeconfig = process.env.KUBECONFIG;
+
+test.before(() => {
+  nock.disableNetConnect();
+  // No kubeconfig on this machine may leak into the tests: --server and --token say everything.
+  process.env.KUBECONFIG = join(mkdtempSync(join(tmpdir(), 'plugin-unit-')), 'none');
+});
+test.afterEach.always(() => nock.cleanAll());
+test.after.always(() => {
+  nock.enableNetConnect();
+  if (savedKubeconfig === undefined) delete process.env.KUBECONFIG;
+  else process.env.KUBECONFIG = savedKubeconfig;
+});
+
+async function plugin(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const io: Io = { out: (s) => void (out += s), err: (s) => void (err += s), progress: () => {} };
+  const code = await run([...args, '--server', SERVER, '--token', 'tok'], io);
+  return { code, out, err };
+}
+
+const status = (code: number, reason: string, message: string, details?: object) => ({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message, ...(details ? { details } : {}) });
+const disk = (name: string, extra: object = {}) => ({
+  apiVersion: 'localtest.example.com/v1alpha1',
+  kind: 'NodeDisk',
+  metadata: { name, resourceVersion: '5', generation: 1, managedFields: [] },
+  spec: { nodeName: 'node-a', diskID: 'disk1', path: '/d/disk1.img', desired: { state: 'Available' } },
+  status: { node: { phase: 'Available', capacityBytes: 1024 } },
+  ...extra,
+});
+const list = (items: object[], cont?: string) => ({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDiskList', metadata: { resourceVersion: '9', ...(cont ? { continue: cont } : {}) }, items });
+
+test.serial('403: exit 4, the verb and resource, and which role to ask for', async (t) => {
+  nock(SERVER).get(NODEDISKS_PATH).query(true).reply(403, status(403, 'Forbidden', 'nodedisks.localtest.example.com is forbidden: User "bob" cannot list resource "nodedisks" in API group "localtest.example.com" at the cluster scope'));
+  const r = await plugin('list');
+  t.is(r.code, 4);
+  t.regex(r.err, /User "bob" cannot list resource "nodedisks"/);
+  t.regex(r.err, /nodedisks-viewer \(read\) or nodedisks-editor/);
+});
+
+test.serial('no CRD installed: exit 3 and how to install it', async (t) => {
+  nock(SERVER).get(NODEDISKS_PATH).query(true).reply(404, status(404, 'NotFound', 'the server could not find the requested resource'));
+  const r = await plugin('list');
+  t.is(r.code, 3);
+  t.regex(r.err, /the NodeDisk API \(nodedisks\.localtest\.example\.com\) is not installed in this cluster; install it with: kubectl apply --server-side -k kustomize\/crd/);
+});
+
+test.serial('410 on a continue token: the pages shown stay, and the message says to run again', async (t) => {
+  nock(SERVER)
+    .get(NODEDISKS_PATH).query({ limit: '1' }).reply(200, list([disk('node-disk-node-a-disk1')], 'c1'))
+    .get(NODEDISKS_PATH).query({ limit: '1', continue: 'c1' }).reply(410, status(410, 'Expired', 'The provided continue parameter is too old'));
+  const r = await plugin('list', '--chunk-size', '1');
+  t.is(r.code, 1);
+  t.regex(r.out, /node-disk-node-a-disk1/);
+  t.regex(r.err, /continue token expired: The provided continue parameter is too old\); run the command again, or raise --chunk-size/);
+});
+
+test.serial('429 with Retry-After: the read is retried and succeeds', async (t) => {
+  nock(SERVER)
+    .get(NODEDISKS_PATH).query(true).reply(429, status(429, 'TooManyRequests', 'slow down'), { 'Retry-After': '1' })
+    .get(NODEDISKS_PATH).query(true).reply(200, list([disk('node-disk-node-a-disk1')]));
+  const r = await plugin('list', '-o', 'name');
+  t.is(r.code, 0, r.err);
+  t.is(r.out, 'nodedisk.localtest.example.com/node-disk-node-a-disk1\n');
+});
+
+test.serial('a request that times out: exit 6 and how to wait longer', async (t) => {
+  nock(SERVER).get(NODEDISKS_PATH).query(true).delay(2000).reply(200, list([]));
+  const r = await plugin('list', '--request-timeout', '100ms');
+  t.is(r.code, 6);
+  t.regex(r.err, /request timed out after 100 ms; raise --request-timeout/);
+});
+
+test.serial('409 from git on reserve: exit 5 and the git route', async (t) => {
+  const name = 'node-disk-node-a-disk1';
+  nock(SERVER)
+    .get(`${NODEDISKS_PATH}/${name}`).reply(200, disk(name))
+    .patch(`${NODEDISKS_PATH}/${name}`).query({ fieldManager: 'kubectl-nodedisks' })
+    .reply(409, status(409, 'Conflict', 'Apply failed with 1 conflict: conflict with "kustomize-controller": .spec.desired.state', {
+      causes: [{ reason: 'FieldManagerConflict', message: 'conflict with "kustomize-controller"', field: '.spec.desired.state' }],
+    }));
+  const r = await plugin('reserve', name, '--owner', 'alice');
+  t.is(r.code, 5);
+  t.regex(r.err, /managed from git by kustomize-controller: change them in your GitOps repository/);
+});
+
+test.serial('409 only with the agent (the defaulted Available): forced, guarded by the resourceVersion', async (t) => {
+  const name = 'node-disk-node-a-disk1';
+  let forcedBody: { metadata?: { resourceVersion?: string } } | undefined;
+  nock(SERVER)
+    .get(`${NODEDISKS_PATH}/${name}`).reply(200, disk(name))
+    .patch(`${NODEDISKS_PATH}/${name}`).query({ fieldManager: 'kubectl-nodedisks' })
+    .reply(409, status(409, 'Conflict', 'Apply failed with 1 conflict: conflict with "node-disks-agent": .spec.desired.state'))
+    .patch(`${NODEDISKS_PATH}/${name}`, (body: { metadata?: { resourceVersion?: string } }) => {
+      forcedBody = body;
+      return true;
+    })
+    .query({ fieldManager: 'kubectl-nodedisks', force: 'true' })
+    .reply(200, disk(name));
+  const r = await plugin('reserve', name, '--owner', 'alice');
+  t.is(r.code, 0, r.err);
+  t.is(forcedBody?.metadata?.resourceVersion, '5');
+});
+
+test.serial('release loses a race: the JSON Patch test fails and nothing is overwritten', async (t) => {
+  const name = 'node-disk-node-a-disk1';
+  const reserved = disk(name, { spec: { nodeName: 'node-a', diskID: 'disk1', path: '/d/disk1.img', desired: { state: 'Reserved', owner: 'alice' } } });
+  nock(SERVER)
+    .get(`${NODEDISKS_PATH}/${name}`).reply(200, reserved)
+    .patch(`${NODEDISKS_PATH}/${name}`).query(true)
+    .reply(422, status(422, 'Invalid', 'the server rejected our request due to an error in our request: testing value /metadata/resourceVersion failed'));
+  const r = await plugin('release', name, '--owner', 'alice');
+  t.is(r.code, 5);
+  t.regex(r.err, /changed while it was being released; run the command again/);
+});
+
+test.serial('usage errors: exit 2 with the fix', async (t) => {
+  t.is((await plugin()).code, 2);
+  const owner = await plugin('reserve', 'x', '--owner', 'auto');
+  t.is(owner.code, 2);
+  t.regex(owner.err, /--owner auto is reserved for the label policy/);
+  const dry = await plugin('reserve', 'x', '--dry-run', 'maybe');
+  t.is(dry.code, 2);
+  t.regex(dry.err, /--dry-run must be none, client or server/);
+  const out = await plugin('list', '-o', 'table');
+  t.regex(out.err, /unknown output format "table"/);
+  const waitFor = await plugin('wait', 'x', '--for', 'ready');
+  t.regex(waitFor.err, /--for must be phase=<Phase> or condition=<Type>/);
+});
+
+test.serial('gitops refuses bad names and overlays with a namespace', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gitops-unit-'));
+  const bad = await plugin('gitops', 'reserve', '../etc/passwd', '--dir', dir);
+  t.is(bad.code, 2);
+  t.regex(bad.err, /"\.\.\/etc\/passwd" is not a NodeDisk name/);
+  writeFileSync(join(dir, 'kustomization.yaml'), 'namespace: prod\nresources: []\n');
+  const ns = await plugin('gitops', 'reserve', 'node-disk-a-b', '--dir', dir);
+  t.is(ns.code, 2);
+  t.regex(ns.err, /sets a namespace; NodeDisks are cluster-scoped/);
+});
