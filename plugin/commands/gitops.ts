@@ -5,7 +5,7 @@
 // sorted, no timestamps, so running it again makes no diff; other entries of the overlay are kept.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Argv } from 'yargs';
+import type { CommandSpec } from '../args.ts';
 import { API_VERSION, AUTO_OWNER, KIND, LABEL_AUTO_RESERVE, MAX_NAME_LENGTH } from '../../api/constants.ts';
 import { DNS_SUBDOMAIN_PATTERN } from '../../api/names.ts';
 import type { Session } from '../context.ts';
@@ -72,18 +72,24 @@ export async function writeOverlay(dir: string, names: string[], action: 'reserv
   return written;
 }
 
-export const gitopsCommand = {
-  command: 'gitops <action> [names..]',
+export const gitopsCommand: CommandSpec<GitopsArgs> = {
+  name: 'gitops',
   aliases: ['overlay'],
-  describe: 'Write reserve/release as a Kustomize overlay for Argo CD or Flux (no cluster needed)',
-  builder: (y: Argv) =>
-    y
-      .positional('action', { choices: ['reserve', 'release'] as const, describe: 'What the overlay does' })
-      .positional('names', { type: 'string', array: true, default: [] as string[], describe: 'NodeDisk names' })
-      .option('dir', { type: 'string', demandOption: true, describe: 'The overlay directory in your GitOps repository (created or updated)' })
-      .option('owner', { type: 'string', describe: 'A manual reservation for this owner instead of the auto-reserve label' })
-      .example('$0 gitops reserve node-disk-node-a-disk1 --dir clusters/prod/nodedisks', 'commit the directory; Argo CD or Flux applies it')
-      .example('$0 gitops release node-disk-node-a-disk1 --dir clusters/prod/nodedisks', 'writes the release (label "false")'),
+  summary: 'Write reserve/release as a Kustomize overlay for Argo CD or Flux (no cluster needed)',
+  description:
+    'Write the same change as reserve/release as a Kustomize overlay: one partial NodeDisk per disk with only the fields git owns, annotated so that neither Argo CD nor Flux ever prunes or deletes a discovered NodeDisk, applied server-side. The output is sorted and has no timestamps, so running it again makes no diff; other entries of the overlay are kept.',
+  positionals: [
+    { name: 'action', describe: 'reserve or release', required: true, choices: ['reserve', 'release'] },
+    { name: 'names', describe: 'NodeDisk names', variadic: true },
+  ],
+  flags: {
+    dir: { type: 'string', describe: 'The overlay directory in your GitOps repository (created or updated)' },
+    owner: { type: 'string', describe: 'A manual reservation for this owner instead of the auto-reserve label' },
+  },
+  examples: [
+    ['kubectl nodedisks gitops reserve node-disk-node-a-disk1 --dir clusters/prod/nodedisks', 'Write the reservation; commit the directory and let Argo CD or Flux apply it'],
+    ['kubectl nodedisks gitops release node-disk-node-a-disk1 --dir clusters/prod/nodedisks', 'Write the release (the label becomes "false")'],
+  ],
   run: async (session: Session, args: GitopsArgs): Promise<void> => {
     const action = args.action as 'reserve' | 'release';
     if (!args.names.length) throw usageError('gitops needs NodeDisk names (see kubectl nodedisks list -o name)');
@@ -91,7 +97,8 @@ export const gitopsCommand = {
       if (name.length > MAX_NAME_LENGTH || !dns.test(name)) throw usageError(`${JSON.stringify(name)} is not a NodeDisk name (a DNS subdomain such as node-disk-node-a-disk1)`);
     }
     if (args.owner === AUTO_OWNER) throw usageError('--owner auto is reserved for the label policy; omit --owner to use the label');
-    const written = await writeOverlay(args.dir!, args.names, action, args.owner);
+    if (!args.dir) throw usageError('gitops needs --dir: the overlay directory in your GitOps repository');
+    const written = await writeOverlay(args.dir, args.names, action, args.owner);
     for (const f of written) session.io.out(`${f}\n`);
   },
 };

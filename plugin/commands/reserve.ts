@@ -2,7 +2,7 @@
 // reserve: by default sets the auto-reserve label (the controller's policy path); --owner X sets
 // spec.desired to Reserved/X (a manual reservation). release undoes either. All writes are server-side
 // apply under --field-manager (kubectl-nodedisks).
-import type { Argv } from 'yargs';
+import type { CommandSpec, FlagSpec } from '../args.ts';
 import { API_VERSION, AUTO_OWNER, AUTO_RESERVE_VALUE, FIELD_MANAGER, KIND, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import type { JsonPatchOp, NodeDiskApply } from '../../api/client.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
@@ -11,7 +11,7 @@ import type { Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import { applyResolving, fieldOwners, gitOwners, gitRouteError, type ApplyFlags } from '../ownership.ts';
 import { hasSelection, resolveTargets, type SelectionFlags } from '../select.ts';
-import { selectionOptions } from './list.ts';
+import { SELECTION_FLAGS } from './list.ts';
 
 export interface MutateArgs extends SelectionFlags {
   names: string[];
@@ -33,17 +33,16 @@ function dryRunMode(v: string | undefined): 'none' | 'client' | 'server' {
   throw usageError(`--dry-run must be none, client or server, got ${JSON.stringify(v)}`);
 }
 
-function mutateOptions<T>(y: Argv<T>) {
-  return selectionOptions(y)
-    .positional('names', { type: 'string', array: true, default: [] as string[], describe: 'NodeDisk names' })
-    .option('all', { type: 'boolean', default: false, describe: 'With -l/--node: act on every match, not just one' })
-    .option('owner', { type: 'string', describe: 'A manual reservation for this owner instead of the auto-reserve label' })
-    .option('force', { type: 'boolean', default: false, describe: "Take over or release someone else's reservation" })
-    .option('dry-run', { type: 'string', describe: 'none, client (print only) or server (the API server validates, nothing is stored)' })
-    .option('output', { alias: 'o', type: 'string', describe: 'yaml or json: print the exact server-side apply patches' })
-    .option('field-manager', { type: 'string', default: FIELD_MANAGER.plugin, describe: 'Server-side apply field manager' })
-    .option('force-conflicts', { type: 'boolean', default: false, describe: 'Take fields over from other field managers (including GitOps controllers)' });
-}
+const MUTATE_FLAGS: Record<string, FlagSpec> = {
+  ...SELECTION_FLAGS,
+  all: { type: 'boolean', default: false, describe: 'With -l/--node: act on every match, not just one' },
+  owner: { type: 'string', describe: 'A manual reservation for this owner instead of the auto-reserve label' },
+  force: { type: 'boolean', default: false, describe: "Take over or release someone else's reservation" },
+  'dry-run': { type: 'string', default: 'none', describe: 'none, client (print only) or server (the API server validates, nothing is stored)' },
+  output: { type: 'string', short: 'o', describe: 'yaml or json: print the exact patches sent' },
+  'field-manager': { type: 'string', default: FIELD_MANAGER.plugin, describe: 'Name of the manager used to track field ownership' },
+  'force-conflicts': { type: 'boolean', default: false, describe: 'Take fields over from other field managers, GitOps controllers included' },
+};
 
 /** A server-side apply, or (only to remove fields) a JSON Patch guarded by the resourceVersion. */
 type Step = { body: NodeDiskApply; force?: boolean } | { name: string; patch: JsonPatchOp[] };
@@ -176,23 +175,32 @@ async function execute(session: Session, args: MutateArgs, action: 'reserve' | '
   }
 }
 
-export const reserveCommand = {
-  command: 'reserve [names..]',
-  describe: 'Reserve disks: through the auto-reserve label, or for an owner with --owner',
-  builder: (y: Argv) =>
-    mutateOptions(y)
-      .example('$0 reserve node-disk-node-a-disk1', 'label the disk; the controller reserves it for owner auto')
-      .example('$0 reserve --node node-a --owner team-db', 'reserve one free disk of node-a for team-db')
-      .example('$0 reserve -l localtest.example.com/node=node-a --all --dry-run=server -o yaml', 'validate and show the patches, change nothing'),
-  run: (session: Session, args: MutateArgs) => execute(session, args, 'reserve'),
+export const reserveCommand: CommandSpec<MutateArgs> = {
+  name: 'reserve',
+  summary: 'Reserve disks: through the auto-reserve label, or for an owner with --owner',
+  description:
+    'Reserve NodeDisks. By default the disk gets the label localtest.example.com/auto-reserve=true and the controller reserves it for owner "auto" (the policy path); with --owner the reservation is written to spec.desired directly (a manual reservation). With -l/--node the first free disk of the selection is reserved, or every match with --all. Changes are server-side applied.',
+  positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
+  flags: MUTATE_FLAGS,
+  examples: [
+    ['kubectl nodedisks reserve node-disk-node-a-disk1', 'Label the disk; the controller reserves it for owner auto'],
+    ['kubectl nodedisks reserve --node node-a --owner team-db', 'Reserve one free disk of node-a for team-db'],
+    ['kubectl nodedisks reserve -l localtest.example.com/node=node-a --all --dry-run=server -o yaml', 'Validate and show the patches, change nothing'],
+  ],
+  run: (session, args) => execute(session, args, 'reserve'),
 };
 
-export const releaseCommand = {
-  command: 'release [names..]',
-  describe: 'Release reservations (the label, or a manual one; --force for someone else’s)',
-  builder: (y: Argv) =>
-    mutateOptions(y)
-      .example('$0 release node-disk-node-a-disk1', 'remove the auto-reserve label, or release your manual reservation')
-      .example('$0 release node-disk-node-a-disk2 --force', "release someone else's reservation (it says whose it was)"),
-  run: (session: Session, args: MutateArgs) => execute(session, args, 'release'),
+export const releaseCommand: CommandSpec<MutateArgs> = {
+  name: 'release',
+  summary: "Release reservations (the label, or a manual one; --force for someone else's)",
+  description:
+    "Release NodeDisks: remove the auto-reserve label, or set a manual reservation back to Available. Releasing someone else's reservation needs --force, and says whose it was. With -l/--node, --all is required.",
+  positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
+  flags: MUTATE_FLAGS,
+  examples: [
+    ['kubectl nodedisks release node-disk-node-a-disk1', 'Remove the auto-reserve label'],
+    ['kubectl nodedisks release node-disk-node-a-disk2 --owner team-db', 'Release your own manual reservation'],
+    ['kubectl nodedisks release node-disk-node-a-disk3 --force', "Release someone else's reservation"],
+  ],
+  run: (session, args) => execute(session, args, 'release'),
 };

@@ -1,12 +1,12 @@
 // kubectl nodedisks status [NAME…]: per disk, desired vs reported vs the controller's view, in words;
 // with no name, a summary per node.
-import type { Argv } from 'yargs';
+import type { CommandSpec } from '../args.ts';
 import { AUTO_OWNER, CONDITION, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import type { Session } from '../context.ts';
 import { age, iec, table } from '../format.ts';
 import { selected, resolveTargets, type SelectionFlags } from '../select.ts';
-import { selectionOptions } from './list.ts';
+import { SELECTION_FLAGS } from './list.ts';
 
 export interface StatusArgs extends SelectionFlags {
   names: string[];
@@ -54,15 +54,17 @@ interface NodeSummary {
   lastSeen: number;
 }
 
-export const statusCommand = {
-  command: 'status [names..]',
-  describe: 'Explain disks: desired vs reported vs conditions; with no name, a summary per node',
-  builder: (y: Argv) =>
-    selectionOptions(y)
-      .positional('names', { type: 'string', array: true, default: [] as string[] })
-      .option('stale-after', { type: 'string', default: '15m', describe: 'Flag nodes whose agent has not reported for this long' })
-      .example('$0 status', 'disks, reservations, free and reserved capacity per node')
-      .example('$0 status node-disk-node-a-disk1', 'why a disk is (not) Ready, who holds it, when its node last reported'),
+export const statusCommand: CommandSpec<StatusArgs> = {
+  name: 'status',
+  summary: 'Explain disks: desired vs reported vs conditions; with no name, a summary per node',
+  description:
+    'Explain NodeDisks in words: what is desired and who holds the reservation, what the node agent reports and when it last did, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing and failed disks, free and reserved capacity, and agents that stopped reporting.',
+  positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
+  flags: { ...SELECTION_FLAGS, 'stale-after': { type: 'string', default: '15m', describe: 'Flag nodes whose agent has not reported for this long' } },
+  examples: [
+    ['kubectl nodedisks status', 'Disks, reservations, free and reserved capacity per node'],
+    ['kubectl nodedisks status node-disk-node-a-disk1', 'Why a disk is (not) Ready, who holds it, when its node last reported'],
+  ],
   run: async (session: Session, args: StatusArgs): Promise<void> => {
     const now = Date.now();
     if (args.names.length) {

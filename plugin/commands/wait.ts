@@ -1,12 +1,12 @@
 // kubectl nodedisks wait NAME…|-l … --for=phase=Reserved|Available|condition=Ready[=False] --timeout=60s
-import type { Argv } from 'yargs';
+import type { CommandSpec } from '../args.ts';
 import { API_VERSION } from '../../api/constants.ts';
 import { isNodePhase, NODE_PHASES, type NodeDisk } from '../../api/v1alpha1/types.ts';
 import { parseDuration } from '../../lib/runtime/duration.ts';
 import type { Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import { fieldSelector, hasSelection, resolveTargets, type SelectionFlags } from '../select.ts';
-import { selectionOptions } from './list.ts';
+import { SELECTION_FLAGS } from './list.ts';
 
 export interface WaitArgs extends SelectionFlags {
   names: string[];
@@ -38,16 +38,19 @@ export function parseFor(v: string | undefined): Predicate {
   throw usageError(`--for must be phase=<Phase> or condition=<Type>[=True|False|Unknown], got ${JSON.stringify(v ?? '')}`);
 }
 
-export const waitCommand = {
-  command: 'wait [names..]',
-  describe: 'Wait until disks reach a phase or a condition, like kubectl wait',
-  builder: (y: Argv) =>
-    selectionOptions(y)
-      .positional('names', { type: 'string', array: true, default: [] as string[] })
-      .option('for', { type: 'string', demandOption: true, describe: 'phase=Reserved|Available|… or condition=Ready[=True|False]' })
-      .option('timeout', { type: 'string', default: '30s', describe: 'Give up after this long (0 checks once)' })
-      .example('$0 wait node-disk-node-a-disk1 --for=phase=Reserved --timeout=60s', '')
-      .example('$0 wait -l localtest.example.com/node=node-a --for=condition=Ready', ''),
+export const waitCommand: CommandSpec<WaitArgs> = {
+  name: 'wait',
+  summary: 'Wait until disks reach a phase or a condition, like kubectl wait',
+  positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
+  flags: {
+    ...SELECTION_FLAGS,
+    for: { type: 'string', describe: 'phase=Reserved|Available|Missing|Error or condition=Ready[=True|False|Unknown]' },
+    timeout: { type: 'string', default: '30s', describe: 'Give up after this long (0 checks once)' },
+  },
+  examples: [
+    ['kubectl nodedisks wait node-disk-node-a-disk1 --for=phase=Reserved --timeout=60s', 'Wait for the marker to be on the node'],
+    ['kubectl nodedisks wait -l localtest.example.com/node=node-a --for=condition=Ready', 'Wait until every disk of node-a is Ready'],
+  ],
   run: async (session: Session, args: WaitArgs): Promise<void> => {
     const predicate = parseFor(args.for);
     let timeoutMs: number;
