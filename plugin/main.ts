@@ -8,4 +8,7 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code === 'EPIPE') process.exit(0);
   throw err;
 });
-process.exitCode = await run(process.argv.slice(2), processIo);
+// No top-level await: the same file is the entry of the CommonJS single executable build.
+void run(process.argv.slice(2), processIo).then((code) => {
+  process.exitCode = code;
+});

@@ -4,15 +4,14 @@
 // error, Retry-After, and request timeouts.
 
 import type { IncomingMessage, OutgoingHttpHeaders, RequestOptions } from 'node:http';
-import { createRequire } from 'node:module';
 import { ApiError, TransportError, type Status } from './errors.ts';
 import type { ClusterAccess } from './kubeconfig.ts';
 
-// node:http and node:https are loaded with require on purpose: importing them as ES modules evaluates
-// every lazy export, which loads Node's bundled undici and costs ~25 ms of every plugin start.
-const cjs = createRequire(import.meta.url);
-const { Agent: HttpAgent, request: httpRequest } = cjs('node:http') as typeof import('node:http');
-const { Agent: HttpsAgent, request: httpsRequest } = cjs('node:https') as typeof import('node:https');
+// node:http and node:https are taken with process.getBuiltinModule on purpose: importing them as ES
+// modules evaluates every lazy export, which loads Node's bundled undici and costs ~25 ms of every plugin
+// start. It also works unchanged in the single executable (CommonJS) build.
+const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule('node:http');
+const { Agent: HttpsAgent, request: httpsRequest } = process.getBuiltinModule('node:https');
 
 export type Query = Record<string, string | number | boolean | undefined>;
 

@@ -1,4 +1,6 @@
-// `npm run controlplane`: builds (once) or finds the test control plane and says which one.
+// `npm run controlplane`: builds (once) or finds the test binaries and says which ones: the control
+// plane (etcd, kube-apiserver, kubectl) and krew, for the krew installation test.
+import { ensureKrew } from '../krew/krew.ts';
 import { ensureBinaries } from './binaries.ts';
 
 try {
@@ -7,6 +9,9 @@ try {
   console.error(
     `control plane: Kubernetes ${b.kubernetesVersion}, etcd ${b.etcdVersion} (${b.source}: ${b.dir}) ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
+  const k = Date.now();
+  const krew = await ensureKrew();
+  console.error(`krew: ${krew} ready in ${((Date.now() - k) / 1000).toFixed(1)} s`);
 } catch (err) {
   console.error(`error: ${(err as Error).message}`);
   process.exit(1);

