@@ -151,3 +151,33 @@ test.serial('gitops refuses bad names and overlays with a namespace', async (t) 
   t.is(ns.code, 2);
   t.regex(ns.err, /sets a namespace; NodeDisks are cluster-scoped/);
 });
+
+test.serial('status of an unknown disk: exit 3 and where to look', async (t) => {
+  nock(SERVER).get(`${NODEDISKS_PATH}/node-disk-x-y`).reply(404, status(404, 'NotFound', 'nodedisks.localtest.example.com "node-disk-x-y" not found', { name: 'node-disk-x-y' }));
+  const r = await plugin('status', 'node-disk-x-y');
+  t.is(r.code, 3);
+  t.regex(r.err, /"node-disk-x-y" not found; list disks with: kubectl nodedisks list/);
+});
+
+test.serial('wait follows the watch stream until the phase is reached', async (t) => {
+  const name = 'node-disk-node-a-disk1';
+  const reserved = disk(name, { metadata: { name, resourceVersion: '7', generation: 2 }, status: { node: { phase: 'Reserved' } } });
+  nock(SERVER)
+    .get(`${NODEDISKS_PATH}/${name}`).reply(200, disk(name))
+    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '5')
+    .reply(200, `${JSON.stringify({ type: 'MODIFIED', object: disk('node-disk-other') })}\n${JSON.stringify({ type: 'MODIFIED', object: reserved })}\n`);
+  const r = await plugin('wait', name, '--for=phase=Reserved', '--timeout=5s');
+  t.is(r.code, 0, r.err);
+  t.is(r.out, `nodedisk.localtest.example.com/${name} condition met\n`);
+});
+
+test.serial('wait on a watch the server refuses: exit 4 with the RBAC message', async (t) => {
+  const name = 'node-disk-node-a-disk1';
+  nock(SERVER)
+    .get(`${NODEDISKS_PATH}/${name}`).reply(200, disk(name))
+    .get(NODEDISKS_PATH).query((q) => q.watch === 'true')
+    .reply(403, status(403, 'Forbidden', 'nodedisks.localtest.example.com is forbidden: User "bob" cannot watch resource "nodedisks"'));
+  const r = await plugin('wait', name, '--for=phase=Reserved', '--timeout=5s');
+  t.is(r.code, 4);
+  t.regex(r.err, /cannot watch resource "nodedisks"/);
+});
