@@ -175,9 +175,9 @@ export class ControlPlane {
     });
   }
 
-  /** Installs the CRD, the namespace and RBAC from kustomize/ with the real kubectl, as a user would. */
+  /** Installs the CRD, the namespace, RBAC and the admission policies from kustomize/ with the real kubectl, as a user would. */
   async installBase(): Promise<void> {
-    for (const dir of ['crd', 'namespace', 'rbac']) {
+    for (const dir of ['crd', 'namespace', 'rbac', 'policies']) {
       await this.kubectl(this.admin(), ['apply', '--server-side', '-k', join(REPO_ROOT, 'kustomize', dir)]);
     }
     await this.kubectl(this.admin(), ['wait', '--for=condition=Established', '--timeout=60s', 'crd/nodedisks.localtest.example.com']);

@@ -1,0 +1,135 @@
+// The ownership split, enforced by the API server itself (kustomize/policies + kustomize/rbac), with the
+// identities the programs have in production: node-bound agent tokens, the controller's ServiceAccount,
+// and people with the viewer and editor roles. Each rule is shown both ways.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import test from 'ava';
+import { API_VERSION, FIELD_MANAGER, KIND } from '../../api/constants.ts';
+import { ApiError } from '../../lib/kube/errors.ts';
+import { REPO_ROOT } from '../harness/paths.ts';
+import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
+
+const controlPlane = useControlPlane(test);
+const meta = (name: string) => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name } }) as const;
+
+async function denied(t: { fail: (m: string) => void }, p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+  t.fail('the API server allowed it');
+  throw new Error('allowed');
+}
+
+test.serial.before(async () => {
+  const cp = controlPlane();
+  // People: bound to the viewer and editor roles; tests act as them through impersonation.
+  for (const [user, role] of [['vera', 'nodedisks-viewer'], ['eddie', 'nodedisks-editor']] as const) {
+    await cp.kubectl(cp.admin(), ['create', 'clusterrolebinding', `${user}-${role}`, `--clusterrole=${role}`, `--user=${user}`]);
+  }
+});
+
+test('the agent of node A creates and reports its own disks', async (t) => {
+  const agent = nodeDisksFor(await controlPlane().agent('node-a'));
+  const d = newNodeDisk('node-a', 'disk1');
+  await agent.create(d, { fieldManager: FIELD_MANAGER.agent });
+  const st = await agent.applyStatus({ ...meta(d.metadata.name!), status: { node: { phase: 'Available', capacityBytes: 1 } } }, { fieldManager: FIELD_MANAGER.agent });
+  t.is(st.status?.node?.phase, 'Available');
+});
+
+test('the agent of node A cannot create or report disks of node B', async (t) => {
+  const cp = controlPlane();
+  const agentA = nodeDisksFor(await cp.agent('node-a2'));
+  const create = await denied(t, agentA.create(newNodeDisk('node-b2', 'disk1'), { fieldManager: FIELD_MANAGER.agent }));
+  t.is(create.statusCode, 403);
+  t.regex(create.message, /ValidatingAdmissionPolicy 'nodedisks-agent\.localtest\.example\.com'.*the agent of node node-a2 may not write NodeDisks of node node-b2/);
+  const b = newNodeDisk('node-b2', 'disk2');
+  await nodeDisksFor(await cp.agent('node-b2')).create(b, { fieldManager: FIELD_MANAGER.agent });
+  const status = await denied(t, agentA.applyStatus({ ...meta(b.metadata.name!), status: { node: { phase: 'Missing' } } }, { fieldManager: FIELD_MANAGER.agent }));
+  t.regex(status.message, /may not write NodeDisks of node node-b2/);
+});
+
+test('the agent cannot reserve: not at creation, and RBAC keeps it off spec', async (t) => {
+  const agent = nodeDisksFor(await controlPlane().agent('node-c'));
+  const d = newNodeDisk('node-c', 'disk1');
+  d.spec.desired = { state: 'Reserved', owner: 'agent' };
+  const err = await denied(t, agent.create(d, { fieldManager: FIELD_MANAGER.agent }));
+  t.regex(err.message, /the agent may not create a NodeDisk with a reservation/);
+  const ok = newNodeDisk('node-c', 'disk2');
+  await agent.create(ok, { fieldManager: FIELD_MANAGER.agent });
+  const patch = await denied(t, agent.apply({ ...meta(ok.metadata.name!), spec: { desired: { state: 'Reserved', owner: 'x' } } }, { fieldManager: FIELD_MANAGER.agent }));
+  t.is(patch.statusCode, 403);
+  t.regex(patch.message, /cannot patch resource "nodedisks"/);
+});
+
+test('the agent cannot set other labels nor touch status.controller', async (t) => {
+  const cp = controlPlane();
+  const agent = nodeDisksFor(await cp.agent('node-d'));
+  const d = newNodeDisk('node-d', 'disk1');
+  d.metadata.labels = { ...d.metadata.labels, 'localtest.example.com/auto-reserve': 'true' };
+  t.regex((await denied(t, agent.create(d, { fieldManager: FIELD_MANAGER.agent }))).message, /may set only the localtest\.example\.com\/node and localtest\.example\.com\/disk labels/);
+  const ok = newNodeDisk('node-d', 'disk2');
+  await agent.create(ok, { fieldManager: FIELD_MANAGER.agent });
+  const err = await denied(t, agent.applyStatus({ ...meta(ok.metadata.name!), status: { controller: { accepted: true } } }, { fieldManager: FIELD_MANAGER.agent }));
+  t.regex(err.message, /the agent may not change status\.controller/);
+});
+
+test('a ServiceAccount token that is not node-bound is refused for the agent', async (t) => {
+  const cp = controlPlane();
+  const out = await cp.kubectl(cp.admin(), ['create', 'token', 'node-disks-agent', '-n', 'node-disks-system']);
+  const rest = (await import('../../lib/kube/rest.ts')).RestClient;
+  const { loadKubeConfig } = await import('../../lib/kube/kubeconfig.ts');
+  const access = loadKubeConfig({ kubeconfig: cp.admin().kubeconfig, token: out.trim() });
+  const { NodeDiskClient } = await import('../../api/client.ts');
+  const unbound = new NodeDiskClient(new rest(access));
+  const err = await denied(t, unbound.create(newNodeDisk('node-e', 'disk1'), { fieldManager: FIELD_MANAGER.agent }));
+  t.regex(err.message, /the agent's token is not bound to a Node/);
+});
+
+test('the controller writes spec.desired and status.controller, never status.node, labels, or new NodeDisks', async (t) => {
+  const cp = controlPlane();
+  const d = newNodeDisk('node-f', 'disk1');
+  const name = d.metadata.name!;
+  const agent = nodeDisksFor(await cp.agent('node-f'));
+  await agent.create(d, { fieldManager: FIELD_MANAGER.agent });
+  await agent.applyStatus({ ...meta(name), status: { node: { phase: 'Available', capacityBytes: 5 } } }, { fieldManager: FIELD_MANAGER.agent });
+  const controller = nodeDisksFor(await cp.controller());
+  await controller.apply({ ...meta(name), spec: { desired: { state: 'Reserved', owner: 'auto' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });
+  await controller.applyStatus({ ...meta(name), status: { controller: { accepted: true, observedGeneration: 2 } } }, { fieldManager: FIELD_MANAGER.controller });
+
+  const node = await denied(t, controller.applyStatus({ ...meta(name), status: { node: { phase: 'Reserved' } } }, { fieldManager: FIELD_MANAGER.controller, force: true }));
+  t.regex(node.message, /the controller may not change status\.node; only the node agent reports what is on disk/);
+  const labels = await denied(t, controller.apply({ ...meta(name), metadata: { name, labels: { 'localtest.example.com/auto-reserve': 'true' } } }, { fieldManager: FIELD_MANAGER.controller }));
+  t.regex(labels.message, /the controller may not change labels/);
+  const create = await denied(t, controller.create(newNodeDisk('node-f', 'disk2'), { fieldManager: FIELD_MANAGER.controller }));
+  t.is(create.statusCode, 403, 'RBAC: the controller has no create');
+});
+
+function plugin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('kubectl', ['nodedisks', ...args], { env: { ...process.env, PATH: `${join(REPO_ROOT, 'dist', 'bin')}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig } }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+test.serial('the viewer can list but not reserve; the editor reserves and releases through the plugin', async (t) => {
+  const cp = controlPlane();
+  const d = newNodeDisk('node-g', 'disk1');
+  await nodeDisksFor(await cp.agent('node-g')).create(d, { fieldManager: FIELD_MANAGER.agent });
+  const name = d.metadata.name!;
+  t.is((await plugin(['list', '--as', 'vera'])).code, 0);
+  const viewer = await plugin(['reserve', name, '--owner', 'vera', '--as', 'vera']);
+  t.is(viewer.code, 4);
+  t.regex(viewer.stderr, /User "vera" cannot patch resource "nodedisks"/);
+  const editor = await plugin(['reserve', name, '--owner', 'eddie', '--as', 'eddie']);
+  t.is(editor.code, 0, editor.stderr);
+  t.is((await nodeDisksFor(cp.admin()).get(name)).spec.desired?.owner, 'eddie');
+  const release = await plugin(['release', name, '--owner', 'eddie', '--as', 'eddie']);
+  t.is(release.code, 0, release.stderr);
+  const nobody = await plugin(['list', '--as', 'nobody-at-all']);
+  t.is(nobody.code, 4);
+});
