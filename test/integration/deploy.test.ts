@@ -16,11 +16,12 @@ import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 const OVERLAYS = ['kustomize/default', 'kustomize/overlays/dev', 'kustomize/overlays/minikube', 'kustomize/overlays/production'];
+const GITOPS = ['kustomize/gitops/argocd'];
 const BASES = ['crd', 'namespace', 'rbac', 'policies', 'controller', 'agent'];
 
 type Obj = { kind: string; metadata: { name: string; namespace?: string }; spec?: Record<string, unknown> };
 
-for (const dir of [...OVERLAYS, ...BASES.map((b) => `kustomize/${b}`)]) {
+for (const dir of [...OVERLAYS, ...GITOPS, ...BASES.map((b) => `kustomize/${b}`)]) {
   test(`${dir} builds with both kubectls`, async (t) => {
     for (const bin of [controlPlane().binaries.kubectl, 'kubectl']) {
       const out = await runKubectl(bin, ['kustomize', join(REPO_ROOT, dir)]);

@@ -1,0 +1,71 @@
+-- Argo CD health of a NodeDisk (argocd-cm: resource.customizations.health.localtest.example.com_NodeDisk).
+-- Healthy only when the controller has acted on what git says now and the node agent reports it:
+-- a label commit does not bump metadata.generation, so the label is compared with spec.desired too.
+local hs = {}
+local LABEL = "localtest.example.com/auto-reserve"
+
+local function condition(conds, type)
+  if conds == nil then return nil end
+  for _, c in ipairs(conds) do
+    if c.type == type then return c end
+  end
+  return nil
+end
+
+local labels = (obj.metadata and obj.metadata.labels) or {}
+local desired = (obj.spec and obj.spec.desired) or {}
+local state = desired.state or "Available"
+local owner = desired.owner or ""
+local generation = (obj.metadata and obj.metadata.generation) or 0
+local ctl = obj.status and obj.status.controller
+
+if ctl == nil then
+  hs.status = "Progressing"
+  hs.message = "Waiting for the controller to look at this disk"
+  return hs
+end
+
+if ctl.accepted == false then
+  local accepted = condition(ctl.conditions, "Accepted")
+  hs.status = "Degraded"
+  hs.message = (accepted and accepted.message) or "The controller did not accept this NodeDisk"
+  return hs
+end
+
+if (ctl.observedGeneration or 0) < generation then
+  hs.status = "Progressing"
+  hs.message = "The controller has not acted on generation " .. tostring(generation) .. " yet"
+  return hs
+end
+
+local wantsAuto = labels[LABEL] == "true"
+if wantsAuto and state ~= "Reserved" then
+  hs.status = "Progressing"
+  hs.message = "Label " .. LABEL .. "=true is waiting for the controller to reserve the disk"
+  return hs
+end
+if (not wantsAuto) and state == "Reserved" and owner == "auto" then
+  hs.status = "Progressing"
+  hs.message = "Label " .. LABEL .. " is gone; waiting for the controller to release the disk"
+  return hs
+end
+
+local ready = condition(ctl.conditions, "Ready")
+if ready == nil then
+  hs.status = "Progressing"
+  hs.message = "Waiting for the Ready condition"
+  return hs
+end
+if ready.status == "True" and (ready.observedGeneration == nil or ready.observedGeneration >= generation) then
+  hs.status = "Healthy"
+  hs.message = ready.message or "Ready"
+  return hs
+end
+if ready.reason == "AgentError" or ready.reason == "DiskMissing" then
+  hs.status = "Degraded"
+  hs.message = ready.message or ready.reason
+  return hs
+end
+hs.status = "Progressing"
+hs.message = ready.message or "Waiting for the node agent"
+return hs
