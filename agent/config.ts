@@ -1,5 +1,6 @@
 // Agent configuration from flags and environment (a DaemonSet sets NODE_NAME from spec.nodeName).
 import yargs from 'yargs';
+import { stopIfHelp, strictFlags } from '../lib/runtime/flags.ts';
 import { DEFAULT_DISK_DIR } from '../api/constants.ts';
 import { nodeNameProblem } from '../api/names.ts';
 import { parseDuration } from '../lib/runtime/duration.ts';
@@ -18,7 +19,7 @@ export interface AgentConfig {
 }
 
 export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {
-  const args = yargs(argv)
+  const parser = yargs(argv)
     .scriptName('node-disks-agent')
     .usage('$0 [flags]\n\nDiscovers disk image files on this node, reports them as NodeDisks and keeps reservation markers in step.')
     .option('node-name', { type: 'string', default: env.NODE_NAME, defaultDescription: '$NODE_NAME', describe: 'Name of the Node this agent runs on' })
@@ -28,15 +29,9 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     .option('http-address', { type: 'string', default: env.HTTP_ADDRESS ?? ':8080', describe: 'Address for /metrics, /healthz and /readyz' })
     .option('heartbeat', { type: 'string', default: env.HEARTBEAT ?? '5m', describe: 'Re-report unchanged status this often (with jitter)' })
     .option('rescan-interval', { type: 'string', default: env.RESCAN_INTERVAL ?? '60s', describe: 'Full rescan of the disk dir, a safety net for missed file-system events' })
-    .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info', describe: 'debug, info, warn or error' })
-    .strict()
-    .version(false)
-    .help()
-    .exitProcess(false)
-    .fail((msg, err) => {
-      throw err ?? new Error(msg);
-    })
-    .parseSync();
+    .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info', describe: 'debug, info, warn or error' });
+  const args = strictFlags(parser).parseSync();
+  stopIfHelp(args);
 
   const nodeName = args['node-name'];
   if (!nodeName) throw new Error('NODE_NAME is required: set it from the pod (fieldRef spec.nodeName) or pass --node-name');

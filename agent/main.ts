@@ -2,6 +2,7 @@
 import { NodeDiskClient } from '../api/client.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
+import { HelpRequested } from '../lib/runtime/flags.ts';
 import { createLogger } from '../lib/runtime/log.ts';
 import { startOpsServer } from '../lib/runtime/server.ts';
 import { Agent } from './agent.ts';
@@ -14,6 +15,7 @@ try {
   config = parseAgentConfig(process.argv.slice(2));
   client = new NodeDiskClient(new RestClient(loadKubeConfig({ kubeconfig: config.kubeconfig }), { timeoutMs: 30_000, userAgent: 'node-disks-agent' }));
 } catch (err) {
+  if (err instanceof HelpRequested) process.exit(0);
   console.error(`error: ${(err as Error).message}`);
   process.exit(2);
 }

@@ -1,6 +1,7 @@
 // Controller configuration from flags and environment.
 import { hostname } from 'node:os';
 import yargs from 'yargs';
+import { stopIfHelp, strictFlags } from '../lib/runtime/flags.ts';
 import { parseDuration } from '../lib/runtime/duration.ts';
 import { parseLevel, type Level } from '../lib/runtime/log.ts';
 import { parseAddress } from '../lib/runtime/server.ts';
@@ -21,7 +22,7 @@ export interface ControllerConfig {
 }
 
 export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ControllerConfig {
-  const a = yargs(argv)
+  const parser = yargs(argv)
     .scriptName('node-disks-operator')
     .usage('$0 [flags]\n\nApplies the auto-reserve label policy to NodeDisks and reports their conditions.')
     .option('kubeconfig', { type: 'string', describe: 'Path to a kubeconfig; in-cluster config when unset' })
@@ -35,15 +36,9 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     .option('retry-period', { type: 'string', default: '2s' })
     .option('agent-stale-after', { type: 'string', default: env.AGENT_STALE_AFTER ?? '15m', describe: 'Ready turns Unknown when an agent has not reported for this long (keep it above the agents\' heartbeat)' })
     .option('workers', { type: 'number', default: 2 })
-    .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info' })
-    .strict()
-    .version(false)
-    .help()
-    .exitProcess(false)
-    .fail((msg, err) => {
-      throw err ?? new Error(msg);
-    })
-    .parseSync();
+    .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info' });
+  const a = strictFlags(parser).parseSync();
+  stopIfHelp(a);
   parseAddress(a['http-address']);
   const cfg: ControllerConfig = {
     kubeconfig: a.kubeconfig,
