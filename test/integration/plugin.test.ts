@@ -259,3 +259,16 @@ test.serial('kubectl completes the plugin through kubectl_complete-nodedisks', a
   t.regex(script.stdout, /complete -F _kubectl_nodedisks kubectl-nodedisks/);
   t.regex((await nd('version')).stdout, /^kubectl-nodedisks v\d+\.\d+\.\d+ /);
 });
+
+test.serial('progress goes to a terminal, never to a pipe', async (t) => {
+  const n = name('node-p1', 'disk1');
+  const cmd = `${join(BIN, 'kubectl-nodedisks')} wait ${n} --for=phase=Reserved --timeout=2s`;
+  // `script` gives the command a pseudo-terminal, as an interactive shell would.
+  const tty = await new Promise<string>((resolve) =>
+    execFile('script', ['-qec', cmd, '/dev/null'], { env: { ...process.env, KUBECONFIG: controlPlane().admin().kubeconfig } }, (_e, stdout) => resolve(stdout)),
+  );
+  t.regex(tty, /waiting for phase Reserved: 1 of 1 disks left/);
+  const piped = await nd('wait', n, '--for=phase=Reserved', '--timeout=2s');
+  t.notRegex(piped.stderr, /disks left/);
+  t.regex(piped.stderr, /^error: timed out after 2s/);
+});
