@@ -42,6 +42,7 @@ export class Agent {
   /** When each disk's next heartbeat is due (ms since epoch), fixed with jitter at each write. */
   private readonly heartbeatDue = new Map<string, number>();
   private readonly retryBackoff = new Map<string, Backoff>();
+  private readonly lastActionError = new Map<string, string>();
   private lastIgnored = '';
   private fsWatcher: FSWatcher | undefined;
   private lastLoop = Date.now();
@@ -253,9 +254,12 @@ export class Agent {
         }
       } catch (err) {
         actionError = `cannot ${desired === 'Reserved' ? 'write' : 'remove'} the reservation marker: ${(err as Error).message}`;
-        log.error(actionError, { nodeDisk: name, diskID });
+        // Logged once per new problem, not at every rescan; the NodeDisk's Error phase carries it meanwhile.
+        if (this.lastActionError.get(diskID) !== actionError) log.error(actionError, { nodeDisk: name, diskID });
       }
     }
+    if (actionError) this.lastActionError.set(diskID, actionError);
+    else if (this.lastActionError.delete(diskID)) log.info('reservation marker problem resolved', { nodeDisk: name, diskID });
     const marker = file ? await markerState(diskDir, diskID) : ({ kind: 'absent' } as const);
     let next = observedStatus({ file, marker, actionError, hostPath, previousCapacity: nd.status?.node?.capacityBytes });
     if (!file && ignored) next = { ...next, phase: 'Error', message: `disk image ${hostPath} ${ignored.reason}` };
