@@ -52,6 +52,9 @@ test('krew installs the released archive and kubectl runs it against the cluster
       PLATFORMS.map((p) => p.id).sort(),
     );
     for (const p of committed.spec.platforms) t.regex(p.sha256, /^[0-9a-f]{64}$/);
+    // Archives are reproducible, so the committed sha256 must be what this commit builds.
+    const committedLinux = committed.spec.platforms.find((p) => p.selector.matchLabels.os === 'linux' && p.selector.matchLabels.arch === 'amd64');
+    t.is(committedLinux?.sha256, built!.sha256, 'krew-manifest.yaml is stale: run npm run release and commit it');
   } finally {
     await rm(work, { recursive: true, force: true });
   }
