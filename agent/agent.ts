@@ -116,13 +116,18 @@ export class Agent {
           }
         }
         if (!canWork || (this.pending.size === 0 && !this.scanRequested)) {
+          // Sleep until woken (new work), aborted, or a second has passed; leave no timer or listener behind.
           await new Promise<void>((resolve) => {
-            this.wake = resolve;
-            const t = setTimeout(resolve, 1000);
-            signal.addEventListener('abort', () => resolve(), { once: true });
-            void t;
+            const done = () => {
+              clearTimeout(timer);
+              signal.removeEventListener('abort', done);
+              this.wake = undefined;
+              resolve();
+            };
+            const timer = setTimeout(done, 1000);
+            this.wake = done;
+            signal.addEventListener('abort', done, { once: true });
           });
-          this.wake = undefined;
         }
       }
     } finally {
@@ -178,20 +183,12 @@ export class Agent {
       this.lastIgnored = ignoredKey;
     }
     this.o.metrics.ignoredFiles.set(found.ignored.length);
-    const before = this.discovery;
     this.discovery = found;
-    for (const [diskID, file] of found.disks) {
-      const old = before?.disks.get(diskID);
-      if (!old || old.sizeBytes !== file.sizeBytes) this.enqueue(diskID);
-    }
-    for (const diskID of before?.disks.keys() ?? []) if (!found.disks.has(diskID)) this.enqueue(diskID);
-    // Markers can change under us (someone deletes one): check every known disk on each rescan, cheaply.
+    // Every scan looks at every disk: files that are not NodeDisks yet, and every NodeDisk of this node,
+    // so grown, removed or replaced files and markers changed by hand are all noticed. Reconciling an
+    // unchanged disk costs a few lstat calls and writes nothing.
+    for (const diskID of found.disks.keys()) this.enqueue(diskID);
     for (const nd of this.informer.cache.values()) this.enqueue(nd.spec.diskID);
-    // Ignored names that still hold a NodeDisk (a disk image replaced by a symlink) must be reported.
-    for (const f of found.ignored) {
-      const id = diskIdFromFileName(f.name);
-      if (id && this.informer.cache.has(nodeDiskName(this.o.nodeName, id))) this.enqueue(id);
-    }
   }
 
   private async reconcileDisk(diskID: string, signal: AbortSignal): Promise<void> {

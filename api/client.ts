@@ -116,10 +116,6 @@ export class NodeDiskClient {
     });
   }
 
-  delete(name: string): Promise<unknown> {
-    return this.rest.request('DELETE', `${NODEDISKS_PATH}/${encodeURIComponent(name)}`);
-  }
-
   watch(o: ListOptions & { allowWatchBookmarks?: boolean; timeoutSeconds?: number }, signal?: AbortSignal): AsyncGenerator<WatchEvent<NodeDisk>> {
     return watch<NodeDisk>(
       this.rest,

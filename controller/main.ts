@@ -2,26 +2,21 @@
 import { NodeDiskClient } from '../api/client.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
-import { HelpRequested } from '../lib/runtime/flags.ts';
+import { configuredOrExit, shutdownSignal } from '../lib/runtime/daemon.ts';
 import { createLogger } from '../lib/runtime/log.ts';
 import { startOpsServer } from '../lib/runtime/server.ts';
-import { parseControllerConfig, type ControllerConfig } from './config.ts';
+import { parseControllerConfig } from './config.ts';
 import { Controller } from './controller.ts';
 import { EventRecorder } from './events.ts';
 import { LeaderElector } from './leader.ts';
 import { controllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 
-let config: ControllerConfig;
-let rest: RestClient;
-try {
-  config = parseControllerConfig(process.argv.slice(2));
-  rest = new RestClient(loadKubeConfig({ kubeconfig: config.kubeconfig }), { timeoutMs: 30_000, userAgent: 'node-disks-operator' });
-} catch (err) {
-  if (err instanceof HelpRequested) process.exit(0);
-  console.error(`error: ${(err as Error).message}`);
-  process.exit(2);
-}
+const { config, rest } = configuredOrExit(() => {
+  const config = parseControllerConfig(process.argv.slice(2));
+  const access = loadKubeConfig({ kubeconfig: config.kubeconfig });
+  return { config, rest: new RestClient(access, { timeoutMs: 30_000, userAgent: 'node-disks-operator' }) };
+});
 
 const log = createLogger('node-disks-operator', { level: config.logLevel, base: { identity: config.identity } });
 const metrics = controllerMetrics();
@@ -29,13 +24,7 @@ const client = new NodeDiskClient(rest);
 const reconciler = new Reconciler({ client, events: new EventRecorder(rest, config.identity, log), log, metrics, staleAfterMs: config.staleAfterMs });
 const newController = () => new Controller({ client, reconciler, workers: config.workers, log, metrics });
 let controller = newController();
-const stop = new AbortController();
-for (const sig of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(sig, () => {
-    log.info('shutting down', { signal: sig });
-    stop.abort();
-  });
-}
+const stopping = shutdownSignal(log);
 
 const elector = config.leaderElect
   ? new LeaderElector({
@@ -63,16 +52,16 @@ if (elector) {
   // Each term of leadership runs a fresh controller. Losing the lease (the API server was unreachable
   // past the renew deadline, or another replica took over) stops all work before this replica competes
   // again, so two replicas never act at once; the process itself stays up.
-  while (!stop.signal.aborted && (await elector.acquire(stop.signal))) {
+  while (!stopping.aborted && (await elector.acquire(stopping))) {
     metrics.leader.set(1);
     const term = new AbortController();
     const onStop = () => term.abort();
-    stop.signal.addEventListener('abort', onStop, { once: true });
+    stopping.addEventListener('abort', onStop, { once: true });
     const running = controller.run(term.signal);
-    const outcome = await elector.hold(stop.signal);
+    const outcome = await elector.hold(stopping);
     term.abort();
     await running;
-    stop.signal.removeEventListener('abort', onStop);
+    stopping.removeEventListener('abort', onStop);
     metrics.leader.set(0);
     if (outcome === 'stopped') {
       await elector.release();
@@ -82,7 +71,7 @@ if (elector) {
     controller = newController();
   }
 } else {
-  await controller.run(stop.signal);
+  await controller.run(stopping);
 }
 await ops.close();
 log.info('stopped');

@@ -1,9 +1,12 @@
 // Output of NodeDisks: kubectl's table (and -o wide), json, yaml, name and jsonpath.
-import { CONDITION, PLURAL, GROUP } from '../api/constants.ts';
+import { CONDITION, GROUP, SINGULAR } from '../api/constants.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { age, iec, table } from './format.ts';
 import { compileJsonpath } from './jsonpath.ts';
 import { usageError } from './errors.ts';
+
+/** `nodedisk.localtest.example.com/NAME`, as kubectl names an object in -o name and confirmations. */
+export const qualifiedName = (nd: NodeDisk) => `${SINGULAR}.${GROUP}/${nd.metadata.name}`;
 
 export type OutputFormat = { kind: 'table' | 'wide' | 'json' | 'yaml' | 'name' } | { kind: 'jsonpath'; template: string };
 
@@ -52,7 +55,7 @@ export async function printNodeDisks(pages: AsyncIterable<NodeDisk[]>, format: O
   for await (const page of pages) {
     count += page.length;
     if (format.kind === 'name') {
-      out(page.map((nd) => `${PLURAL.replace(/s$/, '')}.${GROUP}/${nd.metadata.name}\n`).join(''));
+      out(page.map((nd) => `${qualifiedName(nd)}\n`).join(''));
       continue;
     }
     if (page.length === 0) continue;

@@ -3,7 +3,6 @@
 // or when this schema and the TypeScript types in ./types.ts disagree on a field.
 
 import {
-  API_VERSION,
   CRD_NAME,
   GROUP,
   KIND,
@@ -234,4 +233,3 @@ export const nodeDiskCRD: CustomResourceDefinition = {
   },
 };
 
-export { API_VERSION };

@@ -99,7 +99,7 @@ export class Informer<T extends Obj> {
 
   private fail(what: string, err: Error): void {
     this.lastError = err;
-    this.o.log.warn(what, { error: err.message, retryInMs: undefined });
+    this.o.log.warn(what, { error: err.message });
   }
 
   private async relist(): Promise<string> {

@@ -22,9 +22,6 @@ export class Backoff {
   reset(): void {
     this.attempt = 0;
   }
-  get failures(): number {
-    return this.attempt;
-  }
 }
 
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -10,6 +10,7 @@ import { ApiError } from '../../lib/kube/errors.ts';
 import type { Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import { applyResolving, fieldOwners, gitOwners, gitRouteError, type ApplyFlags } from '../ownership.ts';
+import { qualifiedName } from '../printers.ts';
 import { hasSelection, resolveTargets, type SelectionFlags } from '../select.ts';
 import { SELECTION_FLAGS } from './list.ts';
 
@@ -45,7 +46,8 @@ const MUTATE_FLAGS: Record<string, FlagSpec> = {
 };
 
 /** A server-side apply, or (only to remove fields) a JSON Patch guarded by the resourceVersion. */
-type Step = { body: NodeDiskApply; force?: boolean } | { name: string; patch: JsonPatchOp[] };
+// (A stale conflict on an apply is resolved by applyResolving; --force here is about whose reservation it is.)
+type Step = { body: NodeDiskApply } | { name: string; patch: JsonPatchOp[] };
 
 interface Plan {
   nd: NodeDisk;
@@ -80,7 +82,7 @@ function planReserve(nd: NodeDisk, args: MutateArgs): Plan {
     // Taking over an auto reservation whose label git keeps would leave git and the cluster disagreeing.
     const labelGit = gitOwners(fieldOwners(nd, ['metadata', 'labels', LABEL_AUTO_RESERVE]));
     if (heldBy === AUTO_OWNER && labelGit.length && !args['force-conflicts']) throw gitRouteError(nd, `the reservation (label ${LABEL_AUTO_RESERVE})`, labelGit);
-    return { nd, steps: [{ body: { ...base(nd), spec: { desired: { state: 'Reserved', owner: args.owner } } }, force: heldBy !== undefined }], verb: `reserved for ${args.owner}` };
+    return { nd, steps: [{ body: { ...base(nd), spec: { desired: { state: 'Reserved', owner: args.owner } } } }], verb: `reserved for ${args.owner}` };
   }
   if (heldBy !== undefined && heldBy !== AUTO_OWNER && !args.force) {
     throw new PluginError(`${nd.metadata.name} is reserved by ${heldBy || 'a manual reservation with no owner'}; the auto-reserve label would have no effect. Release it first (it needs --force if it is not yours)`, EXIT.conflict);
@@ -144,7 +146,7 @@ async function execute(session: Session, args: MutateArgs, action: 'reserve' | '
   for (const plan of plans) {
     session.io.progress(`${action} ${++done}/${plans.length} ${plan.nd.metadata.name}`);
     if (plan.skip) {
-      if (!print) session.io.out(`nodedisk.${API_VERSION.split('/')[0]}/${plan.nd.metadata.name} unchanged (${plan.skip})\n`);
+      if (!print) session.io.out(`${qualifiedName(plan.nd)} unchanged (${plan.skip})\n`);
       continue;
     }
     for (const step of plan.steps) {
@@ -163,9 +165,9 @@ async function execute(session: Session, args: MutateArgs, action: 'reserve' | '
         continue;
       }
       patches.push(step.body);
-      if (mode !== 'client') await applyResolving(client, step.body, { ...flags, forceConflicts: flags.forceConflicts || !!step.force }, plan.nd.metadata.resourceVersion);
+      if (mode !== 'client') await applyResolving(client, step.body, flags, plan.nd.metadata.resourceVersion);
     }
-    if (!print) session.io.out(`nodedisk.${API_VERSION.split('/')[0]}/${plan.nd.metadata.name} ${plan.verb}${mode !== 'none' ? ` (dry run: ${mode})` : ''}\n`);
+    if (!print) session.io.out(`${qualifiedName(plan.nd)} ${plan.verb}${mode !== 'none' ? ` (dry run: ${mode})` : ''}\n`);
   }
   session.io.progress('');
   if (print === 'json') session.io.out(JSON.stringify(patches.length === 1 ? patches[0] : { apiVersion: 'v1', kind: 'List', items: patches }, null, 2) + '\n');

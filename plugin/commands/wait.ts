@@ -1,10 +1,10 @@
 // kubectl nodedisks wait NAME…|-l … --for=phase=Reserved|Available|condition=Ready[=False] --timeout=60s
 import type { CommandSpec } from '../args.ts';
-import { API_VERSION } from '../../api/constants.ts';
 import { isNodePhase, NODE_PHASES, type NodeDisk } from '../../api/v1alpha1/types.ts';
 import { parseDuration } from '../../lib/runtime/duration.ts';
 import type { Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
+import { qualifiedName } from '../printers.ts';
 import { fieldSelector, hasSelection, resolveTargets, type SelectionFlags } from '../select.ts';
 import { SELECTION_FLAGS } from './list.ts';
 
@@ -64,7 +64,7 @@ export const waitCommand: CommandSpec<WaitArgs> = {
     const targets = await resolveTargets(session, args.names, args);
     if (targets.length === 0) throw new PluginError('no NodeDisk matches the selection', EXIT.notFound);
     const pending = new Map(targets.map((nd) => [nd.metadata.name ?? '', nd]));
-    const report = (nd: NodeDisk) => session.io.out(`nodedisk.${API_VERSION.split('/')[0]}/${nd.metadata.name} condition met\n`);
+    const report = (nd: NodeDisk) => session.io.out(`${qualifiedName(nd)} condition met\n`);
     for (const nd of targets) {
       if (predicate.test(nd)) {
         report(nd);

@@ -15,12 +15,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { dump } from 'js-yaml';
 import { ensureBinaries, type ControlPlaneBinaries } from '../controlplane/binaries.ts';
 import { ServerProcess } from './process.ts';
 
-const run = promisify(execFile);
 import { REPO_ROOT } from './paths.ts';
 export { REPO_ROOT };
 export const SYSTEM_NAMESPACE = 'node-disks-system';
@@ -321,4 +319,3 @@ export async function runKubectl(bin: string, args: string[], stdin?: string): P
   });
 }
 
-export { run as execFileAsync };

@@ -3,7 +3,6 @@
 // kubectl prints the seed's columns, and field managers split ownership as DESIGN.md says.
 import test from 'ava';
 import { FIELD_MANAGER } from '../../api/constants.ts';
-import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { runKubectl } from '../harness/controlplane.ts';
@@ -188,5 +187,4 @@ test('two field managers applying different fields coexist; the same field confl
   t.regex(spec?.message ?? '', /conflict with "node-disks-operator"/);
   // The same value from a second manager is not a conflict: both then own the field.
   await client.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: 'auto' } } }, { fieldManager: FIELD_MANAGER.argocd });
-  t.is(nodeDiskName('node-ssa', 'disk1'), name);
 });

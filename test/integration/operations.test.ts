@@ -137,3 +137,29 @@ test('bad configuration exits 2 with the problem and the fix', async (t) => {
   t.is(missing.code, 2);
   t.regex(missing.stderr, /kubeconfig \/nonexistent\/kubeconfig does not exist/);
 });
+
+test.serial('an unchanged disk is re-reported only by the heartbeat', async (t) => {
+  const cp = controlPlane();
+  const node = 'node-heartbeat';
+  await seedDisks(join(work, node), 1, 4096);
+  const agent = await startAgent(cp, { node, diskDir: join(work, node), logDir: join(work, 'logs'), rescanInterval: '200ms', heartbeat: '2s' });
+  started.push(agent);
+  const client = nodeDisksFor(cp.admin());
+  const name = nodeDiskName(node, 'disk1');
+  const first = await eventually('reported', async () => {
+    const x = await client.get(name);
+    return x.status?.node?.lastSeenTime ? x : undefined;
+  });
+  // Rescans every 200 ms find nothing new; only the 2 s (+0–20 %) heartbeat writes, and only lastSeenTime moves.
+  const later = await eventually('a heartbeat', async () => {
+    const x = await client.get(name);
+    return x.status?.node?.lastSeenTime !== first.status?.node?.lastSeenTime ? x : undefined;
+  }, 10_000);
+  const gap = Date.parse(later.status!.node!.lastSeenTime!) - Date.parse(first.status!.node!.lastSeenTime!);
+  t.true(gap >= 2000 && gap <= 4000, `heartbeat after ${gap} ms`);
+  t.is(later.status?.node?.phase, first.status?.node?.phase);
+  t.is(later.status?.node?.message, first.status?.node?.message);
+  const metrics = (await get(agent, '/metrics')).body;
+  t.regex(metrics, /^nodedisks_agent_status_writes_total\{cause="heartbeat"\} [1-9]/m);
+  t.regex(metrics, /^nodedisks_agent_status_writes_total\{cause="change"\} 1$/m);
+});

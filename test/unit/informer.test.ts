@@ -73,3 +73,33 @@ test.serial('a failing list backs off and retries until it succeeds', async (t) 
   t.deepEqual(seen.upserts, ['a@7']);
   t.is(inf.error, undefined);
 });
+
+test.serial('a watch that goes silent is cut by the watchdog and the informer lists again', async (t) => {
+  const { PassThrough } = await import('node:stream');
+  let lists = 0;
+  const silent = new PassThrough(); // headers and one byte arrive, then nothing: a half-dead connection
+  silent.write(' ');
+  nock(SERVER)
+    .get(NODEDISKS_PATH).query({ limit: '500' }).times(2).reply(200, () => {
+      lists++;
+      return list(String(lists), nd('a', String(lists)));
+    })
+    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '1').reply(200, () => silent)
+    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '2').delay(3000).reply(200, '');
+  const c = client();
+  const seen: string[] = [];
+  const inf = new Informer<NodeDisk>(
+    { list: (o) => c.list(o), watch: (o, s) => c.watch(o, s) },
+    { onUpsert: (o) => seen.push(`${o.metadata.name}@${o.metadata.resourceVersion}`) },
+    { log: createLogger('test', { write: () => {} }), backoff: new Backoff({ initialMs: 10, maxMs: 20 }), watchTimeoutSeconds: 1, watchdogGraceMs: 100 },
+  );
+  const stop = new AbortController();
+  const done = inf.run(stop.signal);
+  const started = Date.now();
+  await until(() => lists === 2);
+  stop.abort();
+  await done;
+  silent.end();
+  t.deepEqual(seen, ['a@1', 'a@2']);
+  t.true(Date.now() - started < 4000, 'cut after the watch timeout plus the grace, not left hanging');
+});
