@@ -2,9 +2,8 @@
 import { NodeDiskClient } from '../api/client.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
-import { configuredOrExit, shutdownSignal } from '../lib/runtime/daemon.ts';
+import { configuredOrExit, opsServerOrExit, shutdownSignal } from '../lib/runtime/daemon.ts';
 import { createLogger } from '../lib/runtime/log.ts';
-import { startOpsServer } from '../lib/runtime/server.ts';
 import { Agent } from './agent.ts';
 import { parseAgentConfig } from './config.ts';
 import { agentMetrics } from './metrics.ts';
@@ -18,7 +17,7 @@ const { config, client } = configuredOrExit(() => {
 const log = createLogger('node-disks-agent', { level: config.logLevel, base: { node: config.nodeName } });
 const metrics = agentMetrics();
 const agent = new Agent({ client, ...config, log, metrics });
-const ops = await startOpsServer({
+const ops = await opsServerOrExit({
   address: config.httpAddress,
   registry: metrics.registry,
   healthz: () => agent.liveness(),

@@ -2,9 +2,8 @@
 import { NodeDiskClient } from '../api/client.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
-import { configuredOrExit, shutdownSignal } from '../lib/runtime/daemon.ts';
+import { configuredOrExit, opsServerOrExit, shutdownSignal } from '../lib/runtime/daemon.ts';
 import { createLogger } from '../lib/runtime/log.ts';
-import { startOpsServer } from '../lib/runtime/server.ts';
 import { parseControllerConfig } from './config.ts';
 import { Controller } from './controller.ts';
 import { EventRecorder } from './events.ts';
@@ -39,7 +38,7 @@ const elector = config.leaderElect
     })
   : undefined;
 
-const ops = await startOpsServer({
+const ops = await opsServerOrExit({
   address: config.httpAddress,
   registry: metrics.registry,
   healthz: () => undefined,

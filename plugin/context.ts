@@ -38,8 +38,13 @@ export const processIo: Io = {
 export function requestTimeoutMs(v: string | undefined): number {
   if (v === undefined || v === '' || v === '0') return 0;
   if (/^\d+$/.test(v)) return Number(v) * 1000;
+  return durationFlag(v, '--request-timeout');
+}
+
+/** A duration flag (30s, 5m); a bad one is a usage error (exit 2) like any other bad flag. */
+export function durationFlag(v: string, flag: string): number {
   try {
-    return parseDuration(v, '--request-timeout');
+    return parseDuration(v, flag);
   } catch (err) {
     throw usageError((err as Error).message);
   }

@@ -14,7 +14,15 @@ export function parseOutput(o: string | undefined): OutputFormat {
   if (o === undefined || o === '') return { kind: 'table' };
   if (o === 'wide' || o === 'json' || o === 'yaml' || o === 'name') return { kind: o };
   const m = /^jsonpath=(.*)$/s.exec(o);
-  if (m) return { kind: 'jsonpath', template: m[1]! };
+  if (m) {
+    // Compiled here, before any request, so a bad template is a usage error (exit 2) like any bad flag.
+    try {
+      compileJsonpath(m[1]!);
+    } catch (err) {
+      throw usageError(`-o jsonpath: ${(err as Error).message}`);
+    }
+    return { kind: 'jsonpath', template: m[1]! };
+  }
   throw usageError(`unknown output format ${JSON.stringify(o)}; use one of wide, json, yaml, name, jsonpath=TEMPLATE`);
 }
 

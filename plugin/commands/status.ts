@@ -3,7 +3,7 @@
 import type { CommandSpec } from '../args.ts';
 import { AUTO_OWNER, CONDITION, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import type { Session } from '../context.ts';
+import { durationFlag, type Session } from '../context.ts';
 import { age, iec, table } from '../format.ts';
 import { selected, resolveTargets, type SelectionFlags } from '../select.ts';
 import { SELECTION_FLAGS } from './list.ts';
@@ -72,8 +72,7 @@ export const statusCommand: CommandSpec<StatusArgs> = {
       session.io.out(disks.map((d) => describe(d, now)).join('\n'));
       return;
     }
-    const { parseDuration } = await import('../../lib/runtime/duration.ts');
-    const staleMs = parseDuration(args['stale-after'] ?? '15m', '--stale-after');
+    const staleMs = durationFlag(args['stale-after'] ?? '15m', '--stale-after');
     const nodes = new Map<string, NodeSummary>();
     for await (const page of selected(session, args)) {
       for (const nd of page) {

@@ -1,8 +1,7 @@
 // kubectl nodedisks wait NAME…|-l … --for=phase=Reserved|Available|condition=Ready[=False] --timeout=60s
 import type { CommandSpec } from '../args.ts';
 import { isNodePhase, NODE_PHASES, type NodeDisk } from '../../api/v1alpha1/types.ts';
-import { parseDuration } from '../../lib/runtime/duration.ts';
-import type { Session } from '../context.ts';
+import { durationFlag, type Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import { qualifiedName } from '../printers.ts';
 import { fieldSelector, hasSelection, resolveTargets, type SelectionFlags } from '../select.ts';
@@ -53,12 +52,7 @@ export const waitCommand: CommandSpec<WaitArgs> = {
   ],
   run: async (session: Session, args: WaitArgs): Promise<void> => {
     const predicate = parseFor(args.for);
-    let timeoutMs: number;
-    try {
-      timeoutMs = args.timeout === '0' ? 0 : parseDuration(args.timeout ?? '30s', '--timeout');
-    } catch (err) {
-      throw usageError((err as Error).message);
-    }
+    const timeoutMs = args.timeout === '0' ? 0 : durationFlag(args.timeout ?? '30s', '--timeout');
     if (!args.names.length && !hasSelection(args)) throw usageError('wait needs disk names or a selection (-l/--node)');
     const client = session.client();
     const targets = await resolveTargets(session, args.names, args);
