@@ -60,6 +60,33 @@ export async function* selected(session: Session, f: SelectionFlags): AsyncGener
   }
 }
 
+/** Which NodeDisks a watch over `names` (or else the selection) must see, as list/watch selectors. */
+export function watchSelectors(names: string[], f: SelectionFlags): { labelSelector?: string; fieldSelector?: string } {
+  if (names.length === 1) return { fieldSelector: `metadata.name=${names[0]}` };
+  if (names.length) return {};
+  const fs = fieldSelector(f);
+  return { ...(f.selector !== undefined ? { labelSelector: f.selector } : {}), ...(fs !== undefined ? { fieldSelector: fs } : {}) };
+}
+
+/**
+ * Everything the selectors match, at one resourceVersion (the pages of a list all come from one
+ * snapshot): the point a watch must start from. An object's own resourceVersion is no such point: an
+ * object nobody changed for a while has a version the watch cache no longer holds (410 Gone).
+ */
+export async function snapshot(session: Session, sel: { labelSelector?: string; fieldSelector?: string }, pageSize = 500): Promise<{ items: NodeDisk[]; resourceVersion: string }> {
+  const items: NodeDisk[] = [];
+  let resourceVersion = '';
+  try {
+    for await (const page of session.client().listPages({ ...sel, pageSize })) {
+      resourceVersion ||= page.metadata.resourceVersion ?? '';
+      items.push(...page.items);
+    }
+  } catch (err) {
+    selectorError(err, sel.labelSelector);
+  }
+  return { items, resourceVersion };
+}
+
 /** Named disks (each fetched; a missing one is an error naming it) or the selection. */
 export async function resolveTargets(session: Session, names: string[], f: SelectionFlags): Promise<NodeDisk[]> {
   if (names.length && hasSelection(f)) throw usageError('name disks or select them with -l/--node/--phase/--desired, not both');

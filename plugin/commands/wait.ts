@@ -4,7 +4,8 @@ import { isNodePhase, NODE_PHASES, type NodeDisk } from '../../api/v1alpha1/type
 import { durationFlag, type Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import { qualifiedName } from '../printers.ts';
-import { fieldSelector, hasSelection, resolveTargets, type SelectionFlags } from '../select.ts';
+import { Backoff, sleep } from '../../lib/runtime/backoff.ts';
+import { hasSelection, resolveTargets, snapshot, watchSelectors, type SelectionFlags } from '../select.ts';
 import { SELECTION_FLAGS } from './list.ts';
 
 export interface WaitArgs extends SelectionFlags {
@@ -54,57 +55,58 @@ export const waitCommand: CommandSpec<WaitArgs> = {
     const predicate = parseFor(args.for);
     const timeoutMs = args.timeout === '0' ? 0 : durationFlag(args.timeout ?? '30s', '--timeout');
     if (!args.names.length && !hasSelection(args)) throw usageError('wait needs disk names or a selection (-l/--node)');
+    const sel = watchSelectors(args.names, args);
     const client = session.client();
-    const targets = await resolveTargets(session, args.names, args);
+    // Named disks are fetched one by one first, so a wrong name is reported as not found.
+    const named = args.names.length ? await resolveTargets(session, args.names, args) : [];
+    let { items, resourceVersion } = await snapshot(session, sel, args['chunk-size']);
+    const targets = args.names.length ? named : items;
     if (targets.length === 0) throw new PluginError('no NodeDisk matches the selection', EXIT.notFound);
-    const pending = new Map(targets.map((nd) => [nd.metadata.name ?? '', nd]));
-    const report = (nd: NodeDisk) => session.io.out(`${qualifiedName(nd)} condition met\n`);
-    for (const nd of targets) {
-      if (predicate.test(nd)) {
-        report(nd);
-        pending.delete(nd.metadata.name ?? '');
+    const pending = new Set(targets.map((nd) => nd.metadata.name ?? ''));
+    const check = (nd: NodeDisk) => {
+      const name = nd.metadata.name ?? '';
+      if (pending.has(name) && predicate.test(nd)) {
+        session.io.out(`${qualifiedName(nd)} condition met\n`);
+        pending.delete(name);
       }
-    }
+    };
+    items.forEach(check);
     if (pending.size === 0) return;
     const deadline = Date.now() + timeoutMs;
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), timeoutMs);
+    // A watch that ends at once (410 Gone: its version left the watch cache; the API server restarting)
+    // is retried after a growing pause, from a fresh list: never in a tight loop against the API server.
+    const backoff = new Backoff({ initialMs: 500, maxMs: 5000 });
     try {
-      // One watch over the selection (or all disks when named), from the version we listed.
-      const rv = targets.map((t) => Number(t.metadata.resourceVersion ?? 0)).reduce((a, b) => Math.max(a, b), 0);
-      const fs = args.names.length ? undefined : fieldSelector(args);
       while (pending.size > 0 && Date.now() < deadline) {
         session.io.progress(`waiting for ${predicate.describe}: ${pending.size} of ${targets.length} disks left`);
+        let events = 0;
         try {
-          for await (const ev of client.watch({ labelSelector: args.names.length ? undefined : args.selector, fieldSelector: fs, resourceVersion: String(rv), allowWatchBookmarks: false, timeoutSeconds: Math.max(1, Math.ceil((deadline - Date.now()) / 1000)) }, abort.signal)) {
-            if (ev.type === 'ERROR') break; // 410: fall back to a fresh get below
-            const nd = ev.object;
-            const name = nd.metadata.name ?? '';
-            if (pending.has(name) && predicate.test(nd)) {
-              report(nd);
-              pending.delete(name);
-              if (pending.size === 0) break;
-            }
+          for await (const ev of client.watch({ ...sel, resourceVersion, allowWatchBookmarks: true, timeoutSeconds: Math.max(1, Math.ceil((deadline - Date.now()) / 1000)) }, abort.signal)) {
+            if (ev.type === 'ERROR') break; // 410 Gone (or another failure): re-list below
+            events++;
+            resourceVersion = ev.object.metadata.resourceVersion ?? resourceVersion;
+            if (ev.type !== 'BOOKMARK') check(ev.object);
+            if (pending.size === 0) break;
           }
         } catch (err) {
           if (abort.signal.aborted) break;
           throw err;
         }
-        // Re-read what is left (covers a watch that ended or expired).
-        for (const name of [...pending.keys()]) {
-          const nd = await client.get(name);
-          if (predicate.test(nd)) {
-            report(nd);
-            pending.delete(name);
-          }
-        }
+        if (pending.size === 0 || Date.now() >= deadline) break;
+        if (events === 0) await sleep(backoff.next(), abort.signal);
+        else backoff.reset();
+        if (abort.signal.aborted) break;
+        ({ items, resourceVersion } = await snapshot(session, sel, args['chunk-size']));
+        items.forEach(check);
       }
     } finally {
       clearTimeout(timer);
       session.io.progress('');
     }
     if (pending.size > 0) {
-      const names = [...pending.keys()];
+      const names = [...pending];
       throw new PluginError(`timed out after ${args.timeout} waiting for ${predicate.describe} on ${names.join(', ')}; see why with: kubectl nodedisks status ${names.slice(0, 3).join(' ')}`, EXIT.timeout);
     }
   },

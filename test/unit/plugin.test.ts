@@ -159,22 +159,52 @@ test.serial('status of an unknown disk: exit 3 and where to look', async (t) => 
   t.regex(r.err, /"node-disk-x-y" not found; list disks with: kubectl nodedisks list/);
 });
 
-test.serial('wait follows the watch stream until the phase is reached', async (t) => {
+test.serial('wait lists, then follows the watch stream from the list\'s resourceVersion until the phase is reached', async (t) => {
   const name = 'node-disk-node-a-disk1';
-  const reserved = disk(name, { metadata: { name, resourceVersion: '7', generation: 2 }, status: { node: { phase: 'Reserved' } } });
+  const reserved = disk(name, { metadata: { name, resourceVersion: '10', generation: 2 }, status: { node: { phase: 'Reserved' } } });
   nock(SERVER)
     .get(`${NODEDISKS_PATH}/${name}`).reply(200, disk(name))
-    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '5')
+    .get(NODEDISKS_PATH).query((q) => q.watch === undefined && q.fieldSelector === `metadata.name=${name}`).reply(200, list([disk(name)]))
+    // The list's resourceVersion (9), not the object's (5), which may have left the watch cache long ago.
+    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '9')
     .reply(200, `${JSON.stringify({ type: 'MODIFIED', object: disk('node-disk-other') })}\n${JSON.stringify({ type: 'MODIFIED', object: reserved })}\n`);
   const r = await plugin('wait', name, '--for=phase=Reserved', '--timeout=5s');
   t.is(r.code, 0, r.err);
   t.is(r.out, `nodedisk.localtest.example.com/${name} condition met\n`);
 });
 
+test.serial('wait on a watch that keeps answering 410 Gone re-lists and backs off instead of flooding the API server', async (t) => {
+  const name = 'node-disk-node-a-disk1';
+  const watchVersions: string[] = [];
+  let lists = 0;
+  let listVersion = 9;
+  const gone = JSON.stringify({ type: 'ERROR', object: status(410, 'Expired', 'too old resource version: 5 (100)') });
+  nock(SERVER)
+    .persist()
+    .get(`${NODEDISKS_PATH}/${name}`).reply(200, disk(name))
+    .get(NODEDISKS_PATH).query((q) => q.watch === undefined).reply(() => {
+      lists++;
+      return [200, { ...list([disk(name)]), metadata: { resourceVersion: String(listVersion++) } }];
+    })
+    .get(NODEDISKS_PATH).query((q) => {
+      if (q.watch !== 'true') return false;
+      watchVersions.push(String(q.resourceVersion));
+      return true;
+    }).reply(200, `${gone}\n`);
+  const r = await plugin('wait', name, '--for=phase=Reserved', '--timeout=3s');
+  t.is(r.code, 6, r.err);
+  t.regex(r.err, /timed out after 3s waiting for phase Reserved/);
+  t.true(watchVersions.length >= 2 && watchVersions.length <= 8, `${watchVersions.length} watches in 3 s: ${watchVersions.join(',')}`);
+  t.false(watchVersions.includes('5'), 'never from the object\'s own resourceVersion');
+  t.is(new Set(watchVersions).size, watchVersions.length, 'each watch starts from a fresh list');
+  t.is(lists, watchVersions.length, 'one list before each watch');
+});
+
 test.serial('wait on a watch the server refuses: exit 4 with the RBAC message', async (t) => {
   const name = 'node-disk-node-a-disk1';
   nock(SERVER)
     .get(`${NODEDISKS_PATH}/${name}`).reply(200, disk(name))
+    .get(NODEDISKS_PATH).query((q) => q.watch === undefined).reply(200, list([disk(name)]))
     .get(NODEDISKS_PATH).query((q) => q.watch === 'true')
     .reply(403, status(403, 'Forbidden', 'nodedisks.localtest.example.com is forbidden: User "bob" cannot watch resource "nodedisks"'));
   const r = await plugin('wait', name, '--for=phase=Reserved', '--timeout=5s');
