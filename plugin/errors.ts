@@ -65,7 +65,9 @@ export function describeError(err: unknown): { message: string; exitCode: number
           exitCode: EXIT.conflict,
         };
       }
-      return { message: `${err.message}\nsomeone else owns these fields; re-run with --force-conflicts to take them over`, exitCode: EXIT.conflict };
+      if (managers.length) return { message: `${err.message}\n${managers.join(', ')} own these fields; re-run with --force-conflicts to take them over`, exitCode: EXIT.conflict };
+      // No field owner named: the object changed since it was read, and forcing would not help.
+      return { message: `${err.message}\nsomeone else changed it first; run the command again`, exitCode: EXIT.conflict };
     }
     if (code === 422) return { message: `the API server rejected the change: ${err.message}`, exitCode: EXIT.usage };
     if (code === 429 || code >= 500) return { message: `the API server is busy or failing (${code}): ${err.message}; try again`, exitCode: EXIT.error };

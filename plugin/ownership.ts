@@ -33,6 +33,16 @@ export function gitRouteError(nd: NodeDisk, what: string, owners: string[]): Plu
   );
 }
 
+/** The object changed between the read the plan was made from and the write (a resourceVersion conflict). */
+export class ChangedMeanwhile extends PluginError {
+  constructor(name: string) {
+    super(`${name} changed while the command ran (someone else wrote it first); run the command again`, EXIT.conflict);
+    this.name = 'ChangedMeanwhile';
+  }
+}
+
+const isVersionConflict = (err: unknown): err is ApiError => err instanceof ApiError && err.statusCode === 409 && conflictManagers(err).length === 0;
+
 export interface ApplyFlags {
   fieldManager: string;
   forceConflicts: boolean;
@@ -50,15 +60,16 @@ export async function applyResolving(client: NodeDiskClient, body: NodeDiskApply
   const guarded: NodeDiskApply = resourceVersion ? { ...body, metadata: { ...body.metadata, resourceVersion } } : body;
   const o: ApplyOptions = { fieldManager: f.fieldManager, force: f.forceConflicts, dryRun: f.dryRun };
   try {
-    return await client.apply(guarded, o);
-  } catch (err) {
-    if (!(err instanceof ApiError) || err.statusCode !== 409) throw err;
-    const managers = conflictManagers(err);
-    if (managers.length === 0) {
-      throw new PluginError(`${body.metadata.name} changed while the command ran; run it again`, EXIT.conflict);
+    try {
+      return await client.apply(guarded, o);
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.statusCode !== 409 || isVersionConflict(err)) throw err;
+      if (gitOwners(conflictManagers(err)).length) throw err;
+      return await client.apply(guarded, { ...o, force: true });
     }
-    const git = gitOwners(managers);
-    if (git.length) throw err;
-    return await client.apply(guarded, { ...o, force: true });
+  } catch (err) {
+    // Either write may find the object changed since the plan (someone else was faster): never forced.
+    if (isVersionConflict(err)) throw new ChangedMeanwhile(body.metadata.name);
+    throw err;
   }
 }

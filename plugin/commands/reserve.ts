@@ -9,7 +9,9 @@ import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import type { Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
-import { applyResolving, fieldOwners, gitOwners, gitRouteError, type ApplyFlags } from '../ownership.ts';
+import { jittered, sleep } from '../../lib/runtime/backoff.ts';
+import { pickFree } from '../free.ts';
+import { applyResolving, ChangedMeanwhile, fieldOwners, gitOwners, gitRouteError, type ApplyFlags } from '../ownership.ts';
 import { qualifiedName } from '../printers.ts';
 import { hasSelection, resolveTargets, type SelectionFlags } from '../select.ts';
 import { SELECTION_FLAGS } from './list.ts';
@@ -121,6 +123,74 @@ function planRelease(nd: NodeDisk, args: MutateArgs): Plan {
   return { nd, steps: [{ name: nd.metadata.name ?? '', patch: ops }], verb };
 }
 
+type Patch = NodeDiskApply | { name: string; jsonPatch: JsonPatchOp[] };
+
+interface Run {
+  mode: 'none' | 'client' | 'server';
+  print: string | undefined;
+  flags: ApplyFlags;
+}
+
+/** Carries out one plan: its writes (unless a client dry run) and its confirmation line. */
+async function carryOut(session: Session, plan: Plan, r: Run, patches: Patch[]): Promise<void> {
+  const client = session.client();
+  if (plan.skip) {
+    if (!r.print) session.io.out(`${qualifiedName(plan.nd)} unchanged (${plan.skip})\n`);
+    return;
+  }
+  for (const step of plan.steps) {
+    if ('patch' in step) {
+      patches.push({ name: step.name, jsonPatch: step.patch });
+      if (r.mode !== 'client') {
+        try {
+          await client.jsonPatch(step.name, step.patch, { fieldManager: r.flags.fieldManager, dryRun: r.flags.dryRun });
+        } catch (err) {
+          if (err instanceof ApiError && (err.statusCode === 422 || err.statusCode === 409) && /test/i.test(err.message)) {
+            throw new PluginError(`${step.name} changed while it was being released; run the command again`, EXIT.conflict);
+          }
+          throw err;
+        }
+      }
+      continue;
+    }
+    patches.push(step.body);
+    if (r.mode !== 'client') await applyResolving(client, step.body, r.flags, plan.nd.metadata.resourceVersion);
+  }
+  if (!r.print) session.io.out(`${qualifiedName(plan.nd)} ${plan.verb}${r.mode !== 'none' ? ` (dry run: ${r.mode})` : ''}\n`);
+}
+
+/** How often `reserve --node` re-reads the node and tries its next free disk after losing one to someone faster. */
+const PICK_ATTEMPTS = 10;
+
+/**
+ * "Give me a disk": the first free, usable disk (by name) of the selection. People asking at the same
+ * time race for the same disk; the write is guarded by the resourceVersion it was picked at, so the loser
+ * never overwrites the winner: it re-reads the selection and tries the next free disk.
+ */
+async function reserveOneFree(session: Session, args: MutateArgs, r: Run, patches: Patch[]): Promise<void> {
+  const byNode = args.node !== undefined && args.selector === undefined && args.phase === undefined && args.desired === undefined;
+  for (let attempt = 1; ; attempt++) {
+    const targets = await resolveTargets(session, [], args);
+    if (targets.length === 0) throw new PluginError('no NodeDisk matches the selection', EXIT.notFound);
+    const { disk, skipped } = pickFree(targets, (nd) => (byNode ? nd.spec.diskID : nd.metadata.name ?? ''));
+    if (!disk) {
+      const where = byNode ? `node ${args.node} has no free disk` : `none of the ${targets.length} selected disks is free`;
+      throw new PluginError(`${where}: ${skipped.join(', ')}`, EXIT.conflict);
+    }
+    session.io.progress(`reserve ${disk.metadata.name}`);
+    const written = patches.length;
+    try {
+      await carryOut(session, planReserve(disk, args), r, patches);
+      return;
+    } catch (err) {
+      if (!(err instanceof ChangedMeanwhile) || attempt >= PICK_ATTEMPTS) throw err;
+      // Someone else was faster. A short random pause, so the losers do not collide again in step.
+      patches.length = written;
+      await sleep(jittered(20 * attempt, 2));
+    }
+  }
+}
+
 async function execute(session: Session, args: MutateArgs, action: 'reserve' | 'release'): Promise<void> {
   const mode = dryRunMode(args['dry-run']);
   const print = args.output;
@@ -129,45 +199,19 @@ async function execute(session: Session, args: MutateArgs, action: 'reserve' | '
   if (!args.names.length && !hasSelection(args)) throw usageError(`${action} needs disk names, or -l/--node with --all; see kubectl nodedisks ${action} --help`);
   if (action === 'release' && hasSelection(args) && !args.all) throw usageError('release with -l/--node/--phase/--desired releases every match: add --all to confirm');
 
-  let targets = await resolveTargets(session, args.names, args);
-  if (targets.length === 0) throw new PluginError('no NodeDisk matches the selection', EXIT.notFound);
+  const r: Run = { mode, print, flags: { fieldManager: args['field-manager'] ?? FIELD_MANAGER.plugin, forceConflicts: !!args['force-conflicts'], dryRun: mode === 'server' } };
+  const patches: Patch[] = [];
   if (action === 'reserve' && hasSelection(args) && !args.all) {
-    // "Give me a disk": the first free, healthy one (by name) of the selection.
-    const free = targets.filter((nd) => (nd.spec.desired?.state ?? 'Available') === 'Available' && nd.status?.node?.phase === 'Available' && nd.metadata.labels?.[LABEL_AUTO_RESERVE] !== AUTO_RESERVE_VALUE);
-    free.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
-    if (!free[0]) throw new PluginError(`none of the ${targets.length} selected disks is free (desired and reported Available)`, EXIT.notFound);
-    targets = [free[0]];
-  }
-  const plans = targets.map((nd) => (action === 'reserve' ? planReserve(nd, args) : planRelease(nd, args)));
-  const flags: ApplyFlags = { fieldManager: args['field-manager'] ?? FIELD_MANAGER.plugin, forceConflicts: !!args['force-conflicts'], dryRun: mode === 'server' };
-  const client = session.client();
-  const patches: (NodeDiskApply | { name: string; jsonPatch: JsonPatchOp[] })[] = [];
-  let done = 0;
-  for (const plan of plans) {
-    session.io.progress(`${action} ${++done}/${plans.length} ${plan.nd.metadata.name}`);
-    if (plan.skip) {
-      if (!print) session.io.out(`${qualifiedName(plan.nd)} unchanged (${plan.skip})\n`);
-      continue;
+    await reserveOneFree(session, args, r, patches);
+  } else {
+    const targets = await resolveTargets(session, args.names, args);
+    if (targets.length === 0) throw new PluginError('no NodeDisk matches the selection', EXIT.notFound);
+    const plans = targets.map((nd) => (action === 'reserve' ? planReserve(nd, args) : planRelease(nd, args)));
+    let done = 0;
+    for (const plan of plans) {
+      session.io.progress(`${action} ${++done}/${plans.length} ${plan.nd.metadata.name}`);
+      await carryOut(session, plan, r, patches);
     }
-    for (const step of plan.steps) {
-      if ('patch' in step) {
-        patches.push({ name: step.name, jsonPatch: step.patch });
-        if (mode !== 'client') {
-          try {
-            await client.jsonPatch(step.name, step.patch, { fieldManager: flags.fieldManager, dryRun: flags.dryRun });
-          } catch (err) {
-            if (err instanceof ApiError && (err.statusCode === 422 || err.statusCode === 409) && /test/i.test(err.message)) {
-              throw new PluginError(`${step.name} changed while it was being released; run the command again`, EXIT.conflict);
-            }
-            throw err;
-          }
-        }
-        continue;
-      }
-      patches.push(step.body);
-      if (mode !== 'client') await applyResolving(client, step.body, flags, plan.nd.metadata.resourceVersion);
-    }
-    if (!print) session.io.out(`${qualifiedName(plan.nd)} ${plan.verb}${mode !== 'none' ? ` (dry run: ${mode})` : ''}\n`);
   }
   session.io.progress('');
   if (print === 'json') session.io.out(JSON.stringify(patches.length === 1 ? patches[0] : { apiVersion: 'v1', kind: 'List', items: patches }, null, 2) + '\n');
@@ -181,7 +225,7 @@ export const reserveCommand: CommandSpec<MutateArgs> = {
   name: 'reserve',
   summary: 'Reserve disks: through the auto-reserve label, or for an owner with --owner',
   description:
-    'Reserve NodeDisks. By default the disk gets the label localtest.example.com/auto-reserve=true and the controller reserves it for owner "auto" (the policy path); with --owner the reservation is written to spec.desired directly (a manual reservation). With -l/--node the first free disk of the selection is reserved, or every match with --all. Changes are server-side applied.',
+    'Reserve NodeDisks. By default the disk gets the label localtest.example.com/auto-reserve=true and the controller reserves it for owner "auto" (the policy path); with --owner the reservation is written to spec.desired directly (a manual reservation). With -l/--node the first free, usable disk of the selection is reserved (people asking at the same time each get a different one), or every match with --all. Changes are server-side applied.',
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
   flags: MUTATE_FLAGS,
   examples: [

@@ -115,6 +115,48 @@ test.serial('409 only with the agent (the defaulted Available): forced, guarded 
   t.is(forcedBody?.metadata?.resourceVersion, '5');
 });
 
+test.serial('reserve --node loses the race for a disk (409 on its resourceVersion): re-reads the node and takes the next free disk', async (t) => {
+  const free = (d: string) => disk(`node-disk-node-a-${d}`, { spec: { nodeName: 'node-a', diskID: d, path: `/d/${d}.img`, desired: { state: 'Available' } } });
+  const taken = disk('node-disk-node-a-disk1', { metadata: { name: 'node-disk-node-a-disk1', resourceVersion: '6', generation: 2, managedFields: [] }, spec: { nodeName: 'node-a', diskID: 'disk1', path: '/d/disk1.img', desired: { state: 'Reserved', owner: 'bob' } } });
+  const writes: { name: string; force: boolean; resourceVersion?: string | undefined }[] = [];
+  let forced = false;
+  const forceOf = (q: Record<string, unknown>) => {
+    forced = q.force === 'true';
+    return true;
+  };
+  const record = (name: string) => (body: { metadata?: { resourceVersion?: string } }) => {
+    writes.push({ name, force: forced, resourceVersion: body.metadata?.resourceVersion });
+    return true;
+  };
+  nock(SERVER)
+    .get(NODEDISKS_PATH).query((q) => q.fieldSelector === 'spec.nodeName=node-a').reply(200, list([free('disk1'), free('disk2')]))
+    .patch(`${NODEDISKS_PATH}/node-disk-node-a-disk1`, record('disk1')).query(forceOf)
+    .reply(409, status(409, 'Conflict', 'Operation cannot be fulfilled on nodedisks.localtest.example.com "node-disk-node-a-disk1": the object has been modified; please apply your changes to the latest version and try again'))
+    .get(NODEDISKS_PATH).query((q) => q.fieldSelector === 'spec.nodeName=node-a').reply(200, list([taken, free('disk2')]))
+    .patch(`${NODEDISKS_PATH}/node-disk-node-a-disk2`, record('disk2')).query(forceOf)
+    .reply(200, free('disk2'));
+  const r = await plugin('reserve', '--node', 'node-a', '--owner', 'alice');
+  t.is(r.code, 0, r.err);
+  t.is(r.out, 'nodedisk.localtest.example.com/node-disk-node-a-disk2 reserved for alice\n');
+  t.deepEqual(writes, [
+    { name: 'disk1', force: false, resourceVersion: '5' },
+    { name: 'disk2', force: false, resourceVersion: '5' },
+  ], 'bob\'s disk is never written again, let alone forced');
+});
+
+test.serial('reserve loses the race on its forced take-over of the agent\'s default: run again, never --force-conflicts', async (t) => {
+  const name = 'node-disk-node-a-disk1';
+  nock(SERVER)
+    .get(`${NODEDISKS_PATH}/${name}`).reply(200, disk(name))
+    .patch(`${NODEDISKS_PATH}/${name}`).query({ fieldManager: 'kubectl-nodedisks' })
+    .reply(409, status(409, 'Conflict', 'Apply failed with 1 conflict: conflict with "node-disks-agent": .spec.desired.state'))
+    .patch(`${NODEDISKS_PATH}/${name}`).query({ fieldManager: 'kubectl-nodedisks', force: 'true' })
+    .reply(409, status(409, 'Conflict', `Operation cannot be fulfilled on nodedisks.localtest.example.com "${name}": the object has been modified; please apply your changes to the latest version and try again`));
+  const r = await plugin('reserve', name, '--owner', 'alice');
+  t.is(r.code, 5);
+  t.is(r.err, `error: ${name} changed while the command ran (someone else wrote it first); run the command again\n`);
+});
+
 test.serial('release loses a race: the JSON Patch test fails and nothing is overwritten', async (t) => {
   const name = 'node-disk-node-a-disk1';
   const reserved = disk(name, { spec: { nodeName: 'node-a', diskID: 'disk1', path: '/d/disk1.img', desired: { state: 'Reserved', owner: 'alice' } } });

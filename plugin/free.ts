@@ -1,0 +1,41 @@
+// Which disk `reserve --node X` / `reserve -l …` (without --all) may hand out: one that is really free
+// and usable, and when there is none, why each candidate was not.
+import { AUTO_OWNER, AUTO_RESERVE_VALUE, LABEL_AUTO_RESERVE } from '../api/constants.ts';
+import type { NodeDisk } from '../api/v1alpha1/types.ts';
+
+/** Why `nd` cannot be handed out as a free disk, or undefined when it can. */
+export function notFreeBecause(nd: NodeDisk): string | undefined {
+  if (nd.metadata.deletionTimestamp) return 'is being deleted';
+  const d = nd.spec.desired;
+  if (d?.state === 'Reserved') {
+    if (d.owner === AUTO_OWNER) return 'is reserved by the label policy (owner auto)';
+    return d.owner ? `is reserved by ${d.owner}` : 'is reserved with no owner';
+  }
+  // The controller has not acted on the label yet: the disk is as good as taken.
+  if (nd.metadata.labels?.[LABEL_AUTO_RESERVE] === AUTO_RESERVE_VALUE) return `is labelled ${LABEL_AUTO_RESERVE}=true (being reserved by the label policy)`;
+  const node = nd.status?.node;
+  if (!node?.phase) return 'has not been reported by its node agent yet';
+  if (node.phase !== 'Available') return `is in phase ${node.phase}${node.message ? ` (${node.message})` : ''}`;
+  if (node.capacityBytes === undefined) return 'has no reported size';
+  if (node.capacityBytes <= 0) return 'is an empty (0-byte) image';
+  return undefined;
+}
+
+export interface FreePick {
+  /** The first free disk by name, if any. */
+  disk: NodeDisk | undefined;
+  /** "disk1 is reserved by team-db", one per disk that is not free, in name order. */
+  skipped: string[];
+}
+
+/** Picks the first free disk by name (so a node's disks are handed out in a predictable order). */
+export function pickFree(candidates: NodeDisk[], label: (nd: NodeDisk) => string): FreePick {
+  const sorted = [...candidates].sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+  const skipped: string[] = [];
+  for (const nd of sorted) {
+    const why = notFreeBecause(nd);
+    if (why === undefined) return { disk: nd, skipped };
+    skipped.push(`${label(nd)} ${why}`);
+  }
+  return { disk: undefined, skipped };
+}
