@@ -1,21 +1,32 @@
 // `npm start`: a local NodeDisks cluster with no Docker. A real etcd + kube-apiserver, the CRD and RBAC
 // from kustomize/, three Node objects with 64 MiB sparse disk images each, the controller and one agent
 // per node as separate processes with their own identities. State lives in .nodedisks-dev/ (wiped at
-// each start); Ctrl-C stops everything.
-import { copyFile, mkdir, rm } from 'node:fs/promises';
+// each start, unless another demo runs there: .nodedisks-dev/demo.pid); Ctrl-C stops everything.
+import { copyFile, mkdir, readdir, rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { ControlPlane } from '../test/harness/controlplane.ts';
 import { REPO_ROOT } from '../test/harness/paths.ts';
+import { acquireDemoLock, DemoRunning, releaseDemoLock } from './demo-lock.ts';
 import { seedDisks, startAgent, startController, type Program } from '../test/harness/programs.ts';
 
 const NODES = ['node-disks-dev-m02', 'node-disks-dev-m03', 'node-disks-dev-m04'];
 const DISKS_PER_NODE = 3;
 const DISK_BYTES = 64 * 1024 * 1024;
-const work = join(REPO_ROOT, '.nodedisks-dev');
+// NODEDISKS_DEV_DIR moves the state elsewhere (the demo's own test runs it in a temp dir).
+const work = process.env.NODEDISKS_DEV_DIR || join(REPO_ROOT, '.nodedisks-dev');
 const say = (line: string) => console.log(line);
 
-await rm(work, { recursive: true, force: true });
 await mkdir(work, { recursive: true });
+// Before anything is wiped: a second start while a demo runs must leave that demo alone.
+try {
+  const lock = await acquireDemoLock(work, say);
+  process.on('exit', () => releaseDemoLock(lock));
+} catch (err) {
+  if (!(err instanceof DemoRunning)) throw err;
+  console.error(`error: ${err.message}`);
+  process.exit(1);
+}
+for (const entry of await readdir(work)) if (entry !== 'demo.pid') await rm(join(work, entry), { recursive: true, force: true });
 say('starting etcd and kube-apiserver …');
 const cp = await ControlPlane.start({ dir: join(work, 'cluster'), log: say });
 const programs: Program[] = [];

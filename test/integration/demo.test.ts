@@ -1,0 +1,82 @@
+// `npm start` (scripts/demo.ts) run for real, in a temp dir: a second start while one runs must say so
+// and touch nothing; a lock left by a demo that crashed does not block the next start.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { REPO_ROOT, runKubectl } from '../harness/controlplane.ts';
+import { ensureBinaries } from '../controlplane/binaries.ts';
+import { eventually } from '../harness/wait.ts';
+
+const DEMO = join(REPO_ROOT, 'scripts', 'demo.ts');
+const base = mkdtempSync(join(tmpdir(), 'nodedisks-demo-'));
+const work = join(base, 'dev');
+
+interface Demo {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+function startDemo(): Demo {
+  let output = '';
+  const child = spawn(process.execPath, [DEMO], { env: { ...process.env, NODEDISKS_DEV_DIR: work }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.on('data', (d: Buffer) => void (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => void (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+const running: Demo[] = [];
+async function stop(d: Demo): Promise<number | null> {
+  d.child.kill('SIGINT');
+  return await d.exited;
+}
+
+test.after.always(async () => {
+  for (const d of running) if (d.child.exitCode === null) await stop(d);
+  await rm(base, { recursive: true, force: true });
+});
+
+test.serial('a second npm start while a demo runs says so and touches nothing', async (t) => {
+  const kubectl = (await ensureBinaries()).kubectl;
+  const first = startDemo();
+  running.push(first);
+  await eventually('the first demo to be up', async () => first.output().includes('NodeDisks is running'), 180_000, 250);
+  const kubeconfig = join(work, 'kubeconfig');
+  const before = readFileSync(kubeconfig, 'utf8');
+
+  const second = startDemo();
+  running.push(second);
+  // It must stop at once; going ahead ("starting etcd …") means it has already wiped the first one's state.
+  await eventually('the second start to stop or go ahead', async () => second.child.exitCode !== null || second.output().includes('starting etcd'), 60_000, 50);
+  t.notRegex(second.output(), /starting etcd/, 'the second start went ahead');
+  const code = await second.exited;
+  t.not(code, 0);
+  t.regex(second.output(), new RegExp(`^error: a demo is already running \\(pid ${first.child.pid}\\) in ${work.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}; stop it with Ctrl-C in its terminal \\(or kill ${first.child.pid}\\) first\\n$`));
+  t.notRegex(second.output(), /^\s+at /m, 'no stack trace');
+
+  // The first demo is untouched and still answers.
+  t.is(readFileSync(kubeconfig, 'utf8'), before);
+  t.is(first.child.exitCode, null, 'the first demo still runs');
+  const disks = await runKubectl(kubectl, ['--kubeconfig', kubeconfig, 'get', 'nodedisks', '-o', 'name']);
+  t.is(disks.trim().split('\n').length, 9);
+
+  t.is(await stop(first), 0);
+  t.false(existsSync(join(work, 'demo.pid')), 'a demo that stops removes its lock');
+});
+
+test.serial('a lock left by a demo that crashed is cleaned up by the next start', async (t) => {
+  // A pid that is certainly dead: a process that has already exited.
+  const gone = spawn(process.execPath, ['-e', '']);
+  await new Promise((resolve) => gone.on('exit', resolve));
+  writeFileSync(join(work, 'demo.pid'), `${gone.pid}\n`);
+  const demo = startDemo();
+  running.push(demo);
+  await eventually('the demo to be up', async () => demo.output().includes('NodeDisks is running'), 180_000, 250);
+  t.regex(demo.output(), new RegExp(`removed a stale lock of pid ${gone.pid}`));
+  t.is(readFileSync(join(work, 'demo.pid'), 'utf8').trim(), String(demo.child.pid));
+  t.is(await stop(demo), 0);
+});
