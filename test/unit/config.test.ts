@@ -2,6 +2,7 @@ import test from 'ava';
 import { parseAgentConfig } from '../../agent/config.ts';
 import { parseControllerConfig } from '../../controller/config.ts';
 import { parseDuration } from '../../lib/runtime/duration.ts';
+import { parseAddress } from '../../lib/runtime/server.ts';
 
 test('NODE_NAME is required, with the fix in the message', (t) => {
   t.throws(() => parseAgentConfig([], {}), { message: /NODE_NAME is required: set it from the pod \(fieldRef spec\.nodeName\)/ });
@@ -33,4 +34,15 @@ test('durations read like Go durations', (t) => {
   t.is(parseDuration('250ms'), 250);
   t.is(parseDuration('2h'), 7_200_000);
   t.throws(() => parseDuration('5 minutes'), { message: /invalid duration/ });
+});
+
+test('--http-address: host:port, :port or [ipv6]:port of this machine, port 0-65535', (t) => {
+  t.deepEqual(parseAddress(':8080'), { host: '0.0.0.0', port: 8080 });
+  t.deepEqual(parseAddress('127.0.0.1:0'), { host: '127.0.0.1', port: 0 });
+  t.deepEqual(parseAddress('[::]:9090'), { host: '::', port: 9090 });
+  t.deepEqual(parseAddress('localhost:8080'), { host: 'localhost', port: 8080 });
+  t.throws(() => parseAddress('8080'), { message: /--http-address "8080": use host:port or :port/ });
+  t.throws(() => parseAddress(':65536'), { message: /the port must be 0-65535/ });
+  t.throws(() => parseAddress('203.0.113.9:8080'), { message: /203\.0\.113\.9 is not an address of this machine/ });
+  t.throws(() => parseControllerConfig(['--http-address=:99999']), { message: /--http-address ":99999": the port must be 0-65535/ });
 });
