@@ -2,6 +2,7 @@
 // controller against a real API server, with the admission policies installed. A reserved NodeDisk's
 // deletion is held by the agent's finalizer until the reservation is released; a marker found on the node
 // with no NodeDisk (finalizer removed by hand, CRD deleted and reinstalled) comes back as a reservation.
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -33,6 +34,13 @@ async function until(disk: string, what: string, check: (nd: NodeDisk) => boolea
     const nd = await get(disk);
     return check(nd) ? nd : undefined;
   }, timeoutMs);
+}
+
+function plugin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = { ...process.env, PATH: `${join(REPO_ROOT, 'dist', 'bin')}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig };
+  return new Promise((resolve) => {
+    execFile('kubectl', ['nodedisks', ...args], { env }, (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }));
+  });
 }
 
 /** Proves a full rescan ran after this point: a new disk file is discovered (the scan also revisits every other disk). */
@@ -140,8 +148,9 @@ test.serial('a marker with no NodeDisk (finalizer removed by hand) comes back as
   await until('disk3', 'label refused', (nd) => nd.status?.controller?.conditions?.some((c) => c.type === 'Accepted' && c.reason === 'ReservedByOther') === true);
   t.is((await get('disk3')).spec.desired?.owner, RECOVERED_OWNER);
   await kubectl('label', 'nodedisk', nameOf('disk3'), 'localtest.example.com/auto-reserve-');
-  // Its release works as any other.
-  await kubectl('patch', 'nodedisk', nameOf('disk3'), '--type=merge', '-p', '{"spec":{"desired":{"state":"Available","owner":null}}}');
+  // The release its message suggests works as any other.
+  const released = await plugin(['release', nameOf('disk3'), '--force']);
+  t.is(released.code, 0, released.stderr);
   await until('disk3', 'Available, no finalizer', (nd) => nd.status?.node?.phase === 'Available' && nd.metadata.finalizers === undefined);
   t.false(existsSync(marker('disk3')));
 });
