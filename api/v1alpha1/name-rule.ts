@@ -38,4 +38,5 @@ export const canonicalNameRule = {
     `'metadata.name must be ' + (size(${full}) <= ${MAX_NAME_LENGTH} ? ${full} : ${collapseAndTrim(`${full}.substring(0, ${HASHED_HEAD_LENGTH}) + '${END}'`)} + '-<hash>') + ` +
     `', the canonical name of spec.nodeName and spec.diskID (node-disk-<node>-<disk>, normalized); an alias of a disk would be acted on by nothing'`,
   reason: 'FieldValueInvalid',
+  fieldPath: '.metadata',
 } as const;
