@@ -3,13 +3,14 @@
 // Inputs: the disk dir (file-system events plus a slow rescan) and its node's NodeDisks (list+watch
 // with a spec.nodeName field selector). One worker handles one diskID at a time, de-duplicated, so a
 // burst of events costs one reconcile. Output: NodeDisk creation (identity and labels), marker files,
-// and status.node by server-side apply, written only when it changed or the heartbeat is due.
+// the reservation-protection finalizer (ADR 12), and status.node by server-side apply, written only when
+// it changed or the heartbeat is due.
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
-import { API_VERSION, FIELD_MANAGER, KIND, LABEL_DISK, LABEL_NODE } from '../api/constants.ts';
+import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../api/constants.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import { diskIdFromFileName, diskPath, labelValue, nodeDiskName } from '../api/names.ts';
 import type { NodeDisk, NodeStatus } from '../api/v1alpha1/types.ts';
-import { isApiError } from '../lib/kube/errors.ts';
+import { ApiError, isApiError } from '../lib/kube/errors.ts';
 import { Informer } from '../lib/kube/informer.ts';
 import { Backoff, jittered, sleep } from '../lib/runtime/backoff.ts';
 import type { Logger } from '../lib/runtime/log.ts';
@@ -17,6 +18,7 @@ import { discover, type Discovery } from './discover.ts';
 import { ensureMarker, markerState, removeMarker } from './markers.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { observedStatus, statusChanged } from './observe.ts';
+import { addProtection, isProtected, removeProtection } from './protection.ts';
 
 export interface AgentOptions {
   client: NodeDiskClient;
@@ -43,6 +45,8 @@ export class Agent {
   private readonly heartbeatDue = new Map<string, number>();
   private readonly retryBackoff = new Map<string, Backoff>();
   private readonly lastActionError = new Map<string, string>();
+  /** Writes the API server refused (401/403), by diskID, until a reconcile of that disk succeeds. */
+  private readonly refused = new Map<string, string>();
   private lastIgnored = '';
   private fsWatcher: FSWatcher | undefined;
   private lastLoop = Date.now();
@@ -56,6 +60,8 @@ export class Agent {
       },
       {
         onUpsert: (nd) => this.enqueue(nd.spec.diskID),
+        // A NodeDisk gone (released and let go, or deleted unreserved): rediscover its disk at once.
+        onDelete: (nd) => this.enqueue(nd.spec.diskID),
         onSync: () => {
           for (const nd of this.informer.cache.values()) this.enqueue(nd.spec.diskID);
         },
@@ -64,11 +70,19 @@ export class Agent {
     );
   }
 
-  /** Why the agent is not ready, or undefined. */
+  /**
+   * Why the agent is not ready, or undefined: ready means able to do its job now, i.e. synced with the API
+   * server and still listing and watching, its disk dir readable, and its last writes not refused.
+   */
   readiness(): string | undefined {
-    if (!this.informer.hasSynced) return `not yet synced with the API server${this.informer.error ? `: ${this.informer.error.message}` : ''}`;
+    if (!this.informer.hasSynced) return `not yet synced with the API server${this.informer.error ? `: ${describe(this.informer.error)}` : ''}`;
+    if (this.informer.error) return `cannot list or watch NodeDisks: ${describe(this.informer.error)}`;
     if (this.discoveryError) return this.discoveryError;
     if (!this.discovery) return 'disk dir not scanned yet';
+    if (this.refused.size > 0) {
+      const [diskID, why] = this.refused.entries().next().value!;
+      return `the API server refused ${this.refused.size === 1 ? 'a write' : `writes for ${this.refused.size} disks`} of this agent (disk ${diskID}: ${why})`;
+    }
     return undefined;
   }
 
@@ -105,8 +119,10 @@ export class Agent {
           this.scanRequested = false;
           await this.scan();
         }
-        // Disks are reconciled only against a synced cache and a completed scan; until then, wait.
-        const canWork = this.informer.hasSynced && this.discovery !== undefined;
+        // Disks are reconciled only against a synced cache and a completed, current scan; until then, wait.
+        // While the disk dir cannot be read the last reports stand: no marker change, no status, no
+        // heartbeat (a heartbeat would claim a look the agent did not take). Readiness says why.
+        const canWork = this.informer.hasSynced && this.discovery !== undefined && this.discoveryError === undefined;
         if (canWork) {
           const batch = [...this.pending];
           this.pending.clear();
@@ -195,7 +211,9 @@ export class Agent {
     try {
       await this.reconcileDiskOnce(diskID);
       this.retryBackoff.delete(diskID);
+      this.refused.delete(diskID);
     } catch (err) {
+      if (isApiError(err, 401) || isApiError(err, 403)) this.refused.set(diskID, describe(err));
       const backoff = this.retryBackoff.get(diskID) ?? new Backoff({ initialMs: 500, maxMs: 60_000 });
       this.retryBackoff.set(diskID, backoff);
       const delay = backoff.next();
@@ -205,60 +223,69 @@ export class Agent {
   }
 
   private async reconcileDiskOnce(diskID: string): Promise<void> {
-    const { nodeName, diskDir, hostDiskDir, client, log, metrics } = this.o;
+    const { nodeName, diskDir, hostDiskDir, client, log } = this.o;
     const name = nodeDiskName(nodeName, diskID);
     const file = this.discovery?.disks.get(diskID);
     const ignored = this.discovery?.ignored.find((f) => diskIdFromFileName(f.name) === diskID);
     let nd = this.informer.cache.get(name);
     const hostPath = diskPath(hostDiskDir, diskID);
 
+    await this.reportAliases(diskID, name);
     if (!nd) {
       if (!file) return;
-      try {
-        nd = await client.create(
-          {
-            apiVersion: API_VERSION,
-            kind: KIND,
-            metadata: { name, labels: { [LABEL_NODE]: labelValue(nodeName), [LABEL_DISK]: labelValue(diskID) } },
-            spec: { nodeName, diskID, path: hostPath },
-          },
-          { fieldManager: FIELD_MANAGER.agent },
-        );
-        metrics.creates.inc();
-        log.info('discovered disk', { nodeDisk: name, diskID, path: hostPath, sizeBytes: file.sizeBytes });
-      } catch (err) {
-        if (!isApiError(err, 409)) {
-          metrics.apiErrors.inc({ op: 'create' });
-          throw err;
-        }
-        nd = await client.get(name); // created by an earlier run of ours: carry on with it
-      }
-      this.informer.cache.set(name, nd);
+      nd = await this.createNodeDisk(diskID, name, hostPath, file.sizeBytes);
     }
     if (nd.spec.nodeName !== nodeName || nd.spec.diskID !== diskID) {
       log.error('NodeDisk name collides with another disk; leaving it alone', { nodeDisk: name, diskID, existing: nd.spec });
       return;
     }
 
+    // Finalizer first, marker second; on release, marker first, finalizer last (ADR 12).
     const desired = nd.spec.desired?.state ?? 'Available';
+    const deleting = nd.metadata.deletionTimestamp !== undefined;
     let actionError: string | undefined;
-    if (file) {
+    if (desired === 'Reserved' && !isProtected(nd)) {
+      if (deleting) actionError = `the NodeDisk is being deleted without finalizer ${FINALIZER}: no reservation marker is written for it`;
+      else nd = await this.setProtection(nd, true);
+    }
+    if (!actionError && (file || desired !== 'Reserved')) {
       try {
         const changed = desired === 'Reserved' ? await ensureMarker(diskDir, diskID) : await removeMarker(diskDir, diskID);
         if (changed) {
-          metrics.markerOps.inc({ op: desired === 'Reserved' ? 'create' : 'remove' });
+          this.o.metrics.markerOps.inc({ op: desired === 'Reserved' ? 'create' : 'remove' });
           log.info(desired === 'Reserved' ? 'reservation marker written' : 'reservation marker removed', { nodeDisk: name, diskID });
         }
       } catch (err) {
         actionError = `cannot ${desired === 'Reserved' ? 'write' : 'remove'} the reservation marker: ${(err as Error).message}`;
-        // Logged once per new problem, not at every rescan; the NodeDisk's Error phase carries it meanwhile.
-        if (this.lastActionError.get(diskID) !== actionError) log.error(actionError, { nodeDisk: name, diskID });
       }
     }
-    if (actionError) this.lastActionError.set(diskID, actionError);
-    else if (this.lastActionError.delete(diskID)) log.info('reservation marker problem resolved', { nodeDisk: name, diskID });
-    const marker = file ? await markerState(diskDir, diskID) : ({ kind: 'absent' } as const);
-    let next = observedStatus({ file, marker, actionError, hostPath, previousCapacity: nd.status?.node?.capacityBytes });
+    if (actionError) {
+      // Logged once per new problem, not at every rescan; the NodeDisk's Error phase carries it meanwhile.
+      if (this.lastActionError.get(diskID) !== actionError) log.error(actionError, { nodeDisk: name, diskID });
+      this.lastActionError.set(diskID, actionError);
+    } else if (this.lastActionError.delete(diskID)) log.info('reservation marker problem resolved', { nodeDisk: name, diskID });
+    const onDisk = await markerState(diskDir, diskID);
+    if (desired !== 'Reserved' && onDisk.kind === 'absent' && isProtected(nd)) {
+      nd = await this.setProtection(nd, false);
+      if (deleting) {
+        // That completed its deletion: forget it, and rediscover the disk as a new, free NodeDisk.
+        this.informer.cache.delete(name);
+        this.enqueue(diskID);
+        return;
+      }
+    }
+
+    const marker = file ? onDisk : ({ kind: 'absent' } as const);
+    let next = observedStatus({
+      name,
+      file,
+      marker,
+      actionError,
+      hostPath,
+      previousCapacity: nd.status?.node?.capacityBytes,
+      owner: nd.spec.desired?.owner,
+      deletionHeld: deleting && desired === 'Reserved' && isProtected(nd),
+    });
     if (!file && ignored) next = { ...next, phase: 'Error', message: `disk image ${hostPath} ${ignored.reason}` };
 
     const current = nd.status?.node;
@@ -269,7 +296,7 @@ export class Agent {
       if (due === undefined) this.scheduleHeartbeat(diskID, current);
       return;
     }
-    const status: NodeStatus = { ...next, lastSeenTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+    const status: NodeStatus = { ...next, lastSeenTime: now() };
     try {
       const updated = await client.applyStatus(
         { apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: status } },
@@ -277,13 +304,105 @@ export class Agent {
       );
       this.informer.cache.set(name, updated);
     } catch (err) {
-      metrics.apiErrors.inc({ op: 'status' });
+      this.o.metrics.apiErrors.inc({ op: 'status' });
       throw err;
     }
-    metrics.statusWrites.inc({ cause: changed ? 'change' : 'heartbeat' });
+    this.o.metrics.statusWrites.inc({ cause: changed ? 'change' : 'heartbeat' });
     if (changed) log.info('reported disk status', { nodeDisk: name, diskID, phase: status.phase, capacityBytes: status.capacityBytes });
     this.heartbeatDue.set(diskID, Date.now() + jittered(this.o.heartbeatMs, 0.2));
     this.updatePhaseGauge();
+  }
+
+  /**
+   * Creates the NodeDisk of a disk file. A reservation marker already beside the file, with no NodeDisk,
+   * is a reservation whose NodeDisk was deleted past its finalizer (removed by hand, or the CRD deleted and
+   * reinstalled): the NodeDisk is created reserved for RECOVERED_OWNER, with its finalizer, rather than as a
+   * free disk whose marker would then be removed (ADR 12).
+   */
+  private async createNodeDisk(diskID: string, name: string, hostPath: string, sizeBytes: number): Promise<NodeDisk> {
+    const { nodeName, diskDir, client, log, metrics } = this.o;
+    const recovered = (await markerState(diskDir, diskID)).kind === 'present';
+    let nd: NodeDisk;
+    try {
+      nd = await client.create(
+        {
+          apiVersion: API_VERSION,
+          kind: KIND,
+          metadata: {
+            name,
+            labels: { [LABEL_NODE]: labelValue(nodeName), [LABEL_DISK]: labelValue(diskID) },
+            ...(recovered ? { finalizers: [FINALIZER] } : {}),
+          },
+          spec: { nodeName, diskID, path: hostPath, ...(recovered ? { desired: { state: 'Reserved', owner: RECOVERED_OWNER } } : {}) },
+        },
+        { fieldManager: FIELD_MANAGER.agent },
+      );
+      metrics.creates.inc();
+      if (recovered) log.warn('reservation marker found with no NodeDisk; re-created it reserved', { nodeDisk: name, diskID, owner: RECOVERED_OWNER });
+      else log.info('discovered disk', { nodeDisk: name, diskID, path: hostPath, sizeBytes });
+    } catch (err) {
+      if (!isApiError(err, 409)) {
+        metrics.apiErrors.inc({ op: 'create' });
+        throw err;
+      }
+      nd = await client.get(name); // created by an earlier run of ours: carry on with it
+    }
+    this.informer.cache.set(name, nd);
+    return nd;
+  }
+
+  /** Adds or removes the agent's finalizer; a stale resourceVersion (409) is retried once from a fresh read. */
+  private async setProtection(nd: NodeDisk, on: boolean): Promise<NodeDisk> {
+    const { client, log, metrics } = this.o;
+    const patch = (x: NodeDisk) => (on ? addProtection(client, x) : removeProtection(client, x));
+    let updated: NodeDisk;
+    try {
+      try {
+        updated = await patch(nd);
+      } catch (err) {
+        if (!isApiError(err, 409)) throw err;
+        const fresh = await client.get(nd.metadata.name ?? '');
+        // Nothing to do if it is already so, or if a reservation came back meanwhile (keep the finalizer).
+        const settled = isProtected(fresh) === on || (!on && fresh.spec.desired?.state === 'Reserved');
+        updated = settled ? fresh : await patch(fresh);
+      }
+    } catch (err) {
+      metrics.apiErrors.inc({ op: 'finalizer' });
+      throw err;
+    }
+    log.info(on ? 'reservation protection added' : 'reservation protection removed', { nodeDisk: nd.metadata.name, finalizer: FINALIZER });
+    this.informer.cache.set(nd.metadata.name ?? '', updated);
+    return updated;
+  }
+
+  /**
+   * NodeDisks of this node for this disk under a name that is not its canonical one (the API server refuses
+   * those unless the name is long enough to end in a hash, which CEL cannot check): nothing acts on them,
+   * and their status says so, so that neither people nor tools take them for the disk.
+   */
+  private async reportAliases(diskID: string, canonical: string): Promise<void> {
+    for (const alias of [...this.informer.cache.values()]) {
+      const aliasName = alias.metadata.name ?? '';
+      if (alias.spec.diskID !== diskID || aliasName === canonical) continue;
+      const next = {
+        phase: 'Error' as const,
+        message: `this NodeDisk's name is not the canonical name ${canonical} of disk ${diskID} on node ${this.o.nodeName}; nothing acts on it: delete it (kubectl delete nodedisk ${aliasName})`,
+      };
+      const current = alias.status?.node;
+      if (!statusChanged(current, next) && !heartbeatExpired(current, this.o.heartbeatMs)) continue;
+      if (statusChanged(current, next)) this.o.log.warn('NodeDisk with a non-canonical name; not acting on it', { nodeDisk: aliasName, canonical });
+      try {
+        const updated = await this.o.client.applyStatus(
+          { apiVersion: API_VERSION, kind: KIND, metadata: { name: aliasName }, status: { node: { ...next, lastSeenTime: now() } } },
+          { fieldManager: FIELD_MANAGER.agent },
+        );
+        this.informer.cache.set(aliasName, updated);
+      } catch (err) {
+        // Never let an alias hold up the real disk; the log and the alias's missing status tell the story.
+        this.o.metrics.apiErrors.inc({ op: 'status' });
+        this.o.log.warn('cannot report the NodeDisk with a non-canonical name', { nodeDisk: aliasName, error: (err as Error).message });
+      }
+    }
   }
 
   private scheduleHeartbeat(diskID: string, current: NodeStatus | undefined): void {
@@ -300,6 +419,15 @@ export class Agent {
     this.o.metrics.disks.reset();
     for (const [phase, n] of counts) this.o.metrics.disks.set({ phase }, n);
   }
+}
+
+function now(): string {
+  return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+/** An error as readiness shows it: the HTTP status of an API refusal, then its message. */
+function describe(err: Error): string {
+  return err instanceof ApiError ? `${err.statusCode}${err.reason ? ` ${err.reason}` : ''}: ${err.message}` : err.message;
 }
 
 function heartbeatExpired(current: NodeStatus | undefined, heartbeatMs: number): boolean {

@@ -2,7 +2,7 @@
 // valid diskID count; everything else is listed with the reason it was ignored. Nothing is followed:
 // lstat only, so a symlink named disk1.img is reported, never read through.
 import { constants } from 'node:fs';
-import { access, lstat, readdir } from 'node:fs/promises';
+import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISK_SUFFIX, MARKER_SUFFIX } from '../api/constants.ts';
 import { diskIdFromFileName, diskIdProblem, nodeDiskName } from '../api/names.ts';
@@ -24,12 +24,21 @@ export interface Discovery {
   ignored: IgnoredFile[];
 }
 
+/** The file-system calls a scan makes (tests interleave real removals with them). */
+export interface DiscoverFs {
+  readdir(dir: string): Promise<string[]>;
+  lstat(path: string): Promise<{ size: number; isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }>;
+  access(path: string, mode: number): Promise<void>;
+}
+
+const realFs: DiscoverFs = { readdir: (dir) => fsp.readdir(dir), lstat: fsp.lstat, access: fsp.access };
+
 /** Scans `diskDir` for disk images. Throws when the dir itself cannot be read (the caller reports it). */
-export async function discover(diskDir: string, nodeName: string): Promise<Discovery> {
+export async function discover(diskDir: string, nodeName: string, fs: DiscoverFs = realFs): Promise<Discovery> {
   const disks = new Map<string, DiskFile>();
   const ignored: IgnoredFile[] = [];
   const byObjectName = new Map<string, string>();
-  const entries = (await readdir(diskDir)).sort();
+  const entries = (await fs.readdir(diskDir)).sort();
   for (const name of entries) {
     if (!name.endsWith(DISK_SUFFIX)) {
       // Markers and temp files are ours; anything else is simply not a disk image.
@@ -44,9 +53,11 @@ export async function discover(diskDir: string, nodeName: string): Promise<Disco
     const file = join(diskDir, name);
     let st;
     try {
-      st = await lstat(file);
-    } catch {
-      continue; // removed between readdir and lstat
+      st = await fs.lstat(file);
+    } catch (err) {
+      if (vanished(err)) continue; // removed since readdir: Missing for the agent, not an error
+      ignored.push({ name, reason: `cannot be inspected: ${(err as Error).message}` });
+      continue;
     }
     if (st.isSymbolicLink()) {
       ignored.push({ name, reason: 'is a symbolic link; disk images must be regular files (links are never followed)' });
@@ -61,8 +72,9 @@ export async function discover(diskDir: string, nodeName: string): Promise<Disco
       continue;
     }
     try {
-      await access(file, constants.R_OK);
-    } catch {
+      await fs.access(file, constants.R_OK);
+    } catch (err) {
+      if (vanished(err)) continue; // removed since lstat, as above
       ignored.push({ name, reason: 'is not readable by the agent' });
       continue;
     }
@@ -77,6 +89,11 @@ export async function discover(diskDir: string, nodeName: string): Promise<Disco
     disks.set(diskID, { diskID, file, sizeBytes: st.size });
   }
   return { disks, ignored };
+}
+
+/** A file that is gone by the time we look at it: removed in the middle of the scan. */
+function vanished(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException).code === 'ENOENT';
 }
 
 export function markerName(diskID: string): string {

@@ -1,9 +1,12 @@
 // What the agent reports: the phase says what is on disk, after the fact.
+import { FINALIZER, RECOVERED_OWNER } from '../api/constants.ts';
 import type { NodeStatus } from '../api/v1alpha1/types.ts';
 import type { DiskFile } from './discover.ts';
 import type { MarkerState } from './markers.ts';
 
 export interface Observation {
+  /** The NodeDisk's name, for the commands the messages suggest. */
+  name: string;
   file: DiskFile | undefined;
   marker: MarkerState;
   /** The error of the marker change just attempted, if it failed. */
@@ -11,9 +14,28 @@ export interface Observation {
   hostPath: string;
   /** Capacity last reported, kept while the file is missing. */
   previousCapacity?: number | undefined;
+  /** spec.desired.owner, to explain a reservation the agent recovered from the node. */
+  owner?: string | undefined;
+  /** The NodeDisk is being deleted and our finalizer holds it while a reservation exists. */
+  deletionHeld?: boolean;
 }
 
 export function observedStatus(o: Observation): Omit<NodeStatus, 'lastSeenTime'> {
+  const status = baseStatus(o);
+  const notes: string[] = [];
+  if (o.owner === RECOVERED_OWNER && (status.phase === 'Reserved' || o.marker.kind === 'present')) {
+    notes.push(
+      `the reservation was found on the node with no NodeDisk holding it (its NodeDisk was deleted past its finalizer, or the CRD was reinstalled) and restored for owner ${RECOVERED_OWNER}: ` +
+        `release it with kubectl nodedisks release ${o.name} --force, or hand it to its owner with kubectl nodedisks reserve ${o.name} --owner <owner> --force`,
+    );
+  }
+  if (o.deletionHeld) {
+    notes.push(`deletion is held by finalizer ${FINALIZER} until the reservation is released (kubectl nodedisks release ${o.name}); the marker stays meanwhile`);
+  }
+  return notes.length ? { ...status, message: [status.message, ...notes].join('; ') } : status;
+}
+
+function baseStatus(o: Observation): Omit<NodeStatus, 'lastSeenTime'> {
   if (!o.file) {
     return {
       phase: 'Missing',
@@ -24,6 +46,14 @@ export function observedStatus(o: Observation): Omit<NodeStatus, 'lastSeenTime'>
   const capacityBytes = o.file.sizeBytes;
   if (o.actionError) return { phase: 'Error', capacityBytes, message: o.actionError };
   if (o.marker.kind === 'invalid') return { phase: 'Error', capacityBytes, message: o.marker.reason };
+  if (capacityBytes === 0) {
+    // Not a usable disk: Error keeps it out of every "free disk" choice (the plugin offers only Available ones).
+    return {
+      phase: 'Error',
+      capacityBytes,
+      message: `disk image ${o.hostPath} is empty (0 bytes) and cannot be used; give it a size (truncate -s <size> ${o.hostPath})${o.marker.kind === 'present' ? '; reservation marker present' : ''}`,
+    };
+  }
   if (o.marker.kind === 'present') return { phase: 'Reserved', capacityBytes, message: 'reservation marker present' };
   return { phase: 'Available', capacityBytes, message: 'no reservation marker' };
 }

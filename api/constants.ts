@@ -21,6 +21,18 @@ export const AUTO_RESERVE_VALUE = 'true';
 /** The owner the controller writes for label-driven reservations. */
 export const AUTO_OWNER = 'auto';
 
+/**
+ * The agent's finalizer: "node-side reservation state may exist for this NodeDisk". Added before a marker
+ * is written, removed only after it is gone, so deleting a reserved NodeDisk waits for its release (ADR 12).
+ */
+export const FINALIZER = `${GROUP}/reservation-protection`;
+
+/**
+ * The owner of a reservation the agent found on its node (a marker) with no NodeDisk holding it: it
+ * re-creates the NodeDisk reserved under this owner rather than lose or hand out the disk (ADR 12).
+ */
+export const RECOVERED_OWNER = 'recovered-from-node';
+
 /** Server-side apply field managers: one per writer (see DESIGN.md, "Who writes what"). */
 export const FIELD_MANAGER = {
   agent: 'node-disks-agent',

@@ -14,7 +14,9 @@ const dnsSubdomain = new RegExp(DNS_SUBDOMAIN_PATTERN);
 const diskIdRe = new RegExp(DISK_ID_PATTERN);
 const labelValueRe = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
-const HASH_LENGTH = 10;
+/** Hex digits of the hash that ends a shortened name, and how much of the full name comes before it. */
+export const HASH_LENGTH = 10;
+export const HASHED_HEAD_LENGTH = MAX_NAME_LENGTH - HASH_LENGTH - 1;
 
 /** Short, stable hash of the raw identity: what keeps truncated names unique. */
 function shortHash(...parts: string[]): string {
@@ -41,7 +43,7 @@ export function nodeDiskName(nodeName: string, diskID: string): string {
   const full = `node-disk-${normalizeNamePart(nodeName)}-${normalizeNamePart(diskID)}`;
   if (full.length <= MAX_NAME_LENGTH) return full;
   const suffix = `-${shortHash(nodeName, diskID)}`;
-  const head = full.slice(0, MAX_NAME_LENGTH - suffix.length).replace(/-+$/, '');
+  const head = full.slice(0, HASHED_HEAD_LENGTH).replace(/-+$/, '');
   return head + suffix;
 }
 

@@ -17,6 +17,7 @@ import {
   VERSION,
 } from '../constants.ts';
 import { DISK_ID_PATTERN, DNS_SUBDOMAIN_PATTERN } from '../names.ts';
+import { canonicalNameRule } from './name-rule.ts';
 import { DESIRED_STATES, NODE_PHASES } from './types.ts';
 
 /** The subset of OpenAPI v3 (structural schema) this CRD uses. */
@@ -36,7 +37,7 @@ export interface SchemaProps {
   items?: SchemaProps;
   'x-kubernetes-list-type'?: 'atomic' | 'set' | 'map';
   'x-kubernetes-list-map-keys'?: readonly string[];
-  'x-kubernetes-validations'?: readonly { rule: string; message: string; reason?: string; fieldPath?: string }[];
+  'x-kubernetes-validations'?: readonly ({ rule: string; reason?: string; fieldPath?: string } & ({ message: string } | { messageExpression: string }))[];
 }
 
 export interface PrinterColumn {
@@ -91,6 +92,7 @@ export const nodeDiskSchema: SchemaProps = {
   type: 'object',
   description: 'NodeDisk is one disk image file on one node, and its reservation.',
   required: ['spec'],
+  'x-kubernetes-validations': [canonicalNameRule],
   properties: {
     apiVersion: { type: 'string' },
     kind: { type: 'string' },

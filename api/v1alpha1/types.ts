@@ -41,6 +41,7 @@ export interface ObjectMeta {
   generation?: number;
   creationTimestamp?: string;
   deletionTimestamp?: string;
+  finalizers?: string[];
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   managedFields?: ManagedFieldsEntry[];

@@ -8,7 +8,7 @@
 // Each identity gets its own kubeconfig file; kubectl and @kubernetes/client-node use them as they are.
 
 import { execFile } from 'node:child_process';
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
@@ -194,7 +194,9 @@ export class ControlPlane {
   }
 
   private writeIdentity(name: string, token: string): Identity {
-    const kubeconfig = join(this.dir, `kubeconfig-${name}.yaml`);
+    // A node name may be longer than a file name may be: keep the file name short and still unique.
+    const fileName = name.length <= 100 ? name : `${name.slice(0, 80)}-${createHash('sha256').update(name).digest('hex').slice(0, 12)}`;
+    const kubeconfig = join(this.dir, `kubeconfig-${fileName}.yaml`);
     const identity = { name, token, kubeconfig };
     this.identities.set(name, identity);
     return identity;
@@ -263,7 +265,9 @@ export class ControlPlane {
 
   /** A Node object (no kubelet runs; the object is what tokens bind to and what the demo lists). */
   async ensureNode(nodeName: string): Promise<{ uid: string }> {
-    const manifest = { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName, labels: { 'kubernetes.io/hostname': nodeName } } };
+    // A node name may be longer than a label value (63): such a Node simply has no hostname label here.
+    const labels = nodeName.length <= 63 ? { 'kubernetes.io/hostname': nodeName } : {};
+    const manifest = { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName, labels } };
     const out = await this.kubectl(this.admin(), ['apply', '--server-side', '-o', 'json', '-f', '-'], JSON.stringify(manifest));
     return { uid: (JSON.parse(out) as { metadata: { uid: string } }).metadata.uid };
   }

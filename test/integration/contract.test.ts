@@ -3,6 +3,7 @@
 // kubectl prints the seed's columns, and field managers split ownership as DESIGN.md says.
 import test from 'ava';
 import { FIELD_MANAGER } from '../../api/constants.ts';
+import { labelValue, nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { runKubectl } from '../harness/controlplane.ts';
@@ -187,4 +188,45 @@ test('two field managers applying different fields coexist; the same field confl
   t.regex(spec?.message ?? '', /conflict with "node-disks-operator"/);
   // The same value from a second manager is not a conflict: both then own the field.
   await client.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: 'auto' } } }, { fieldManager: FIELD_MANAGER.argocd });
+});
+
+// Issue 9, item 5: a NodeDisk named other than node-disk-<node>-<disk> of its own spec (api/names.ts) is an
+// alias of a disk that nothing acts on; the API server refuses it (a CEL rule at the root of the CRD).
+const LONG_NODE = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(50)}`;
+/** A NodeDisk as the agent makes it (label values shortened as the agent does), under the given name. */
+const named = (name: string, node: string, disk: string): NodeDisk => {
+  const d = newNodeDisk(node, disk);
+  d.metadata.name = name;
+  d.metadata.labels = { 'localtest.example.com/node': labelValue(node), 'localtest.example.com/disk': labelValue(disk) };
+  return d;
+};
+
+test('the API server accepts only the canonical name of a NodeDisk, normalization and long names included', async (t) => {
+  const accepted: [string, string][] = [
+    ['node-canon', 'disk1'],
+    ['ip-10-0-0-1.ec2.internal', 'Data_Disk.2'],
+    ['node--canon.x', 'A__b..c'.replace('..', '.')],
+    ['node-canon', 'trailing_-_'],
+    ['node-canon', `D${'_'.repeat(126)}x`],
+    [LONG_NODE, 'disk1'],
+    [LONG_NODE, `disk-${'z'.repeat(100)}-2`],
+  ];
+  for (const [node, disk] of accepted) {
+    const d = named(nodeDiskName(node, disk), node, disk);
+    const created = await admin().create(d, { fieldManager: 'test' });
+    t.is(created.metadata.name, nodeDiskName(node, disk));
+  }
+  const refused: [string, string, string][] = [
+    ['node-disk-node-canon-disk1-alias', 'node-canon', 'disk1'],
+    ['node-disk-node-other-disk1', 'node-canon', 'disk1'],
+    ['node-disk-node-canon-data-disk2', 'node-canon', 'Data_Disk_2'],
+    ['node-disk-node-canon-Data_Disk_3'.toLowerCase(), 'node-canon', 'Data_Disk_3'],
+    ['alias', 'node-canon', 'disk7'],
+    [`${nodeDiskName(LONG_NODE, 'disk9').slice(0, 200)}-0123456789`, LONG_NODE, 'disk9'],
+    [nodeDiskName(LONG_NODE, 'disk8').replace(/-[0-9a-f]{10}$/, '-xyz'), LONG_NODE, 'disk8'],
+  ];
+  for (const [name, node, disk] of refused) {
+    const message = await rejection(t, named(name, node, disk));
+    t.regex(message, new RegExp(`metadata\\.name must be ${nodeDiskName(node, disk).slice(0, 100)}`), name);
+  }
 });

@@ -1,6 +1,6 @@
 // The identities the programs have in production, each through its own kubeconfig, with RBAC on.
 import test from 'ava';
-import { FIELD_MANAGER } from '../../api/constants.ts';
+import { FIELD_MANAGER, FINALIZER } from '../../api/constants.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import type { RestClient } from '../../lib/kube/rest.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
@@ -46,7 +46,7 @@ test('a user with no rights is refused, and the error names the verb and resourc
   t.regex(err?.message ?? '', /User "nodedisks-nobody" cannot list resource "nodedisks" in API group "localtest\.example\.com"/);
 });
 
-test('RBAC lets the agent create and write status but not patch the resource itself', async (t) => {
+test('the agent creates and writes status; patching the resource itself is limited to its finalizer', async (t) => {
   const agent = nodeDisksFor(await controlPlane().agent('node-id-b'));
   const d = newNodeDisk('node-id-b', 'disk1');
   const name = d.metadata.name!;
@@ -54,10 +54,14 @@ test('RBAC lets the agent create and write status but not patch the resource its
   const meta = { apiVersion: d.apiVersion, kind: d.kind, metadata: { name } } as const;
   const st = await agent.applyStatus({ ...meta, status: { node: { phase: 'Available', capacityBytes: 1 } } }, { fieldManager: FIELD_MANAGER.agent });
   t.is(st.status?.node?.phase, 'Available');
-  const err = await t.throwsAsync(agent.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: 'x' } } }, { fieldManager: FIELD_MANAGER.agent }), {
+  // RBAC grants patch (for the finalizer, ADR 12); the admission policy refuses anything else.
+  const err = await t.throwsAsync(agent.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: 'x' } } }, { fieldManager: FIELD_MANAGER.agent, force: true }), {
     instanceOf: ApiError,
   });
   t.is(err?.statusCode, 403);
+  t.regex(err?.message ?? '', /the agent may not change spec\.desired/);
+  const protectedNd = await agent.mergePatch(name, { metadata: { finalizers: [FINALIZER] } }, { fieldManager: FIELD_MANAGER.agent });
+  t.deepEqual(protectedNd.metadata.finalizers, [FINALIZER]);
 });
 
 test('RBAC lets the controller patch spec and status but not create NodeDisks', async (t) => {

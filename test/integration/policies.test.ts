@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import test from 'ava';
-import { API_VERSION, FIELD_MANAGER, KIND } from '../../api/constants.ts';
+import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, RECOVERED_OWNER } from '../../api/constants.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { REPO_ROOT } from '../harness/paths.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
@@ -52,7 +52,7 @@ test('the agent of node A cannot create or report disks of node B', async (t) =>
   t.regex(status.message, /may not write NodeDisks of node node-b2/);
 });
 
-test('the agent cannot reserve: not at creation, and RBAC keeps it off spec', async (t) => {
+test('the agent cannot reserve: not at creation, and the policy keeps it off spec.desired', async (t) => {
   const agent = nodeDisksFor(await controlPlane().agent('node-c'));
   const d = newNodeDisk('node-c', 'disk1');
   d.spec.desired = { state: 'Reserved', owner: 'agent' };
@@ -60,9 +60,62 @@ test('the agent cannot reserve: not at creation, and RBAC keeps it off spec', as
   t.regex(err.message, /the agent may not create a NodeDisk with a reservation/);
   const ok = newNodeDisk('node-c', 'disk2');
   await agent.create(ok, { fieldManager: FIELD_MANAGER.agent });
-  const patch = await denied(t, agent.apply({ ...meta(ok.metadata.name!), spec: { desired: { state: 'Reserved', owner: 'x' } } }, { fieldManager: FIELD_MANAGER.agent }));
-  t.is(patch.statusCode, 403);
-  t.regex(patch.message, /cannot patch resource "nodedisks"/);
+  // It may patch the NodeDisk (for its finalizer), but the policy keeps it off spec.desired, forced or not.
+  const apply = await denied(t, agent.apply({ ...meta(ok.metadata.name!), spec: { desired: { state: 'Reserved', owner: 'x' } } }, { fieldManager: FIELD_MANAGER.agent, force: true }));
+  t.is(apply.statusCode, 403, apply.message);
+  t.regex(apply.message, /the agent may not change spec\.desired/);
+  const patch = await denied(t, agent.mergePatch(ok.metadata.name!, { spec: { desired: { state: 'Reserved', owner: 'x' } } }, { fieldManager: FIELD_MANAGER.agent }));
+  t.is(patch.statusCode, 403, patch.message);
+  t.regex(patch.message, /the agent may not change spec\.desired/);
+});
+
+// ADR 12: the agent patches the NodeDisk itself, but only its finalizer.
+test('on the NodeDisk itself the agent may add and remove its finalizer, and change nothing else', async (t) => {
+  const cp = controlPlane();
+  const agent = nodeDisksFor(await cp.agent('node-fin'));
+  const d = await agent.create(newNodeDisk('node-fin', 'disk1'), { fieldManager: FIELD_MANAGER.agent });
+  const name = d.metadata.name!;
+  const added = await agent.mergePatch(name, { metadata: { finalizers: [FINALIZER] } }, { fieldManager: FIELD_MANAGER.agent });
+  t.deepEqual(added.metadata.finalizers, [FINALIZER]);
+  const other = await denied(t, agent.mergePatch(name, { metadata: { finalizers: [FINALIZER, 'example.com/other'] } }, { fieldManager: FIELD_MANAGER.agent }));
+  t.regex(other.message, /on the NodeDisk itself the agent may only add or remove its finalizer/);
+  const annotation = await denied(t, agent.mergePatch(name, { metadata: { annotations: { a: 'b' } } }, { fieldManager: FIELD_MANAGER.agent }));
+  t.regex(annotation.message, /on the NodeDisk itself the agent may only add or remove its finalizer/);
+  const label = await denied(t, agent.mergePatch(name, { metadata: { labels: { 'localtest.example.com/auto-reserve': 'true' } } }, { fieldManager: FIELD_MANAGER.agent }));
+  t.regex(label.message, /may set only the localtest\.example\.com\/node and localtest\.example\.com\/disk labels/);
+  // Someone else's finalizer stays: the agent removes only its own.
+  await nodeDisksFor(cp.admin()).mergePatch(name, { metadata: { finalizers: [FINALIZER, 'example.com/other'] } }, { fieldManager: 'test' });
+  const steal = await denied(t, agent.mergePatch(name, { metadata: { finalizers: null } }, { fieldManager: FIELD_MANAGER.agent }));
+  t.regex(steal.message, /may only add or remove its finalizer/);
+  const removed = await agent.mergePatch(name, { metadata: { finalizers: ['example.com/other'] } }, { fieldManager: FIELD_MANAGER.agent });
+  t.deepEqual(removed.metadata.finalizers, ['example.com/other']);
+  // Not on another node's NodeDisk.
+  const b = await nodeDisksFor(await cp.agent('node-fin-b')).create(newNodeDisk('node-fin-b', 'disk1'), { fieldManager: FIELD_MANAGER.agent });
+  const foreign = await denied(t, agent.mergePatch(b.metadata.name!, { metadata: { finalizers: [FINALIZER] } }, { fieldManager: FIELD_MANAGER.agent }));
+  t.regex(foreign.message, /the agent of node node-fin may not write NodeDisks of node node-fin-b/);
+});
+
+test('the agent creates a reserved NodeDisk only to recover a reservation: owner recovered-from-node, with its finalizer', async (t) => {
+  const agent = nodeDisksFor(await controlPlane().agent('node-rec'));
+  const recovered = (disk: string, owner: string, finalizers: string[]) => {
+    const d = newNodeDisk('node-rec', disk);
+    d.spec.desired = { state: 'Reserved', owner };
+    d.metadata.finalizers = finalizers;
+    return d;
+  };
+  const ok = await agent.create(recovered('disk1', RECOVERED_OWNER, [FINALIZER]), { fieldManager: FIELD_MANAGER.agent });
+  t.deepEqual(ok.spec.desired, { state: 'Reserved', owner: RECOVERED_OWNER });
+  for (const [disk, owner, finalizers] of [
+    ['disk2', RECOVERED_OWNER, []],
+    ['disk3', 'team-db', [FINALIZER]],
+    ['disk4', RECOVERED_OWNER, [FINALIZER, 'example.com/other']],
+  ] as const) {
+    const err = await denied(t, agent.create(recovered(disk, owner, [...finalizers]), { fieldManager: FIELD_MANAGER.agent }));
+    t.regex(err.message, /the agent may not create a NodeDisk with a reservation|may set no finalizer but/, disk);
+  }
+  const plain = newNodeDisk('node-rec', 'disk5');
+  plain.metadata.finalizers = ['example.com/other'];
+  t.regex((await denied(t, agent.create(plain, { fieldManager: FIELD_MANAGER.agent }))).message, /the agent may set no finalizer but localtest\.example\.com\/reservation-protection/);
 });
 
 test('the agent cannot set other labels nor touch status.controller', async (t) => {

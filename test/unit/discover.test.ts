@@ -1,0 +1,60 @@
+// Discovery on a real directory, with a file removed at the worst moment of a scan: between the moment the
+// scan sees its name and the moment it checks it. The removal is real; only its timing is forced.
+import { mkdtemp, rm, truncate, unlink, writeFile } from 'node:fs/promises';
+import * as fsp from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { discover, type DiscoverFs } from '../../agent/discover.ts';
+
+async function dirWith(...files: string[]): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'nodedisks-discover-'));
+  for (const f of files) {
+    await writeFile(join(dir, f), '');
+    await truncate(join(dir, f), 4096);
+  }
+  return dir;
+}
+
+/** Real file-system calls, except that `victim` is unlinked right before the given step looks at it. */
+function removingBefore(step: 'lstat' | 'access', victim: string): DiscoverFs {
+  const removeFirst = async (path: string) => {
+    if (path.endsWith(`/${victim}`)) await unlink(path).catch(() => {});
+  };
+  return {
+    readdir: (dir) => fsp.readdir(dir),
+    lstat: async (path) => {
+      if (step === 'lstat') await removeFirst(path);
+      return await fsp.lstat(path);
+    },
+    access: async (path, mode) => {
+      if (step === 'access') await removeFirst(path);
+      await fsp.access(path, mode);
+    },
+  };
+}
+
+for (const step of ['lstat', 'access'] as const) {
+  test(`an image removed during a scan (before ${step}) is simply not there: not ignored, not unreadable`, async (t) => {
+    const dir = await dirWith('disk1.img', 'disk2.img');
+    try {
+      const found = await discover(dir, 'node-a', removingBefore(step, 'disk1.img'));
+      t.deepEqual([...found.disks.keys()], ['disk2']);
+      t.deepEqual(found.ignored, [], 'a vanished file is Missing for the agent, never an Error');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+test('sizes come from the file itself; a 0-byte image is found with size 0', async (t) => {
+  const dir = await dirWith('disk1.img');
+  try {
+    await writeFile(join(dir, 'empty.img'), '');
+    const found = await discover(dir, 'node-a');
+    t.is(found.disks.get('disk1')?.sizeBytes, 4096);
+    t.is(found.disks.get('empty')?.sizeBytes, 0);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
