@@ -15,7 +15,7 @@ import { Reconciler } from './reconciler.ts';
 const { config, rest } = configuredOrExit(() => {
   const config = parseControllerConfig(process.argv.slice(2));
   const access = loadKubeConfig({ kubeconfig: config.kubeconfig });
-  return { config, rest: new RestClient(access, { timeoutMs: 30_000, userAgent: 'node-disks-operator' }) };
+  return { config, rest: new RestClient(access, { timeoutMs: 30_000, userAgent: `node-disks-operator (${config.identity.replace(/[^\x20-\x7e]/g, '_')})` }) };
 });
 
 const log = createLogger('node-disks-operator', { level: config.logLevel, base: { identity: config.identity } });
