@@ -15,15 +15,17 @@ export class History {
   async start(client: NodeDiskClient): Promise<void> {
     const list = await client.list();
     for (const nd of list.items) this.record(nd);
-    const rv = list.metadata.resourceVersion ?? '';
-    const events = client.watch({ resourceVersion: rv, timeoutSeconds: 3600 }, this.stop.signal);
+    let rv = list.metadata.resourceVersion ?? '';
     this.running = (async () => {
       try {
-        for await (const ev of events) {
-          if (ev.type === 'ERROR') throw new Error(`watch error: ${ev.object.message}`);
-          if (ev.type !== 'BOOKMARK') this.record(ev.object);
+        // A watch the server ends (its timeout) is resumed from the last version seen, as an informer does.
+        while (!this.stop.signal.aborted) {
+          for await (const ev of client.watch({ resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: 600 }, this.stop.signal)) {
+            if (ev.type === 'ERROR') throw new Error(`watch error: ${ev.object.message}`);
+            rv = ev.object.metadata.resourceVersion ?? rv;
+            if (ev.type !== 'BOOKMARK') this.record(ev.object);
+          }
         }
-        if (!this.stop.signal.aborted) throw new Error('the watch ended early');
       } catch (err) {
         if (!this.stop.signal.aborted) this.failure = err as Error;
       } finally {

@@ -92,6 +92,7 @@ function churn(names: string[]): { stop(): Promise<number> } {
       await sleep(150);
     }
   })();
+  loop.catch(() => undefined); // reported by stop()
   return {
     async stop() {
       running = false;
@@ -155,6 +156,7 @@ test.serial('a leader cut off by a black hole steps down within the renew deadli
 
   const sampler = sampleLeaders(a, b);
   const labels = churn(names);
+  t.teardown(async () => void (await Promise.allSettled([sampler.stop(), labels.stop()])));
   await sleep(2000);
 
   const cut = Date.now();
@@ -199,8 +201,10 @@ test.serial('a leader frozen (SIGSTOP) past its lease and resumed writes nothing
 
   const sampler = sampleLeaders(a, b);
   const labels = churn(names);
+  t.teardown(async () => void (await Promise.allSettled([sampler.stop(), labels.stop()])));
   await sleep(2000);
   await a.signal('SIGSTOP');
+  t.teardown(() => a.signal('SIGCONT').catch(() => undefined));
   const frozen = Date.now();
   await eventually('stop-b leads', async () => (await holder(id)) === 'stop-b' && (await leaderMetric(b)) === 1, 20_000);
   // Let stop-b act while stop-a's watch connection fills with events it will read on waking.
