@@ -50,7 +50,10 @@ const ops = await startOpsServer({
   registry: metrics.registry,
   healthz: () => undefined,
   // A standby is ready when it could take over (it reaches the lease); the leader when it can do the work.
-  readyz: () => (elector && !elector.isLeader ? elector.problem : (controller?.readiness() ?? 'starting')),
+  readyz: () => {
+    if (elector && !elector.isLeader) return elector.problem;
+    return controller ? controller.readiness() : 'starting';
+  },
 });
 log.info('controller started', { httpPort: ops.port, leaderElect: config.leaderElect });
 
