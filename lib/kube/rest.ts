@@ -101,7 +101,8 @@ export class RestClient {
     const timeoutMs = init.timeoutMs ?? this.opts.timeoutMs ?? 0;
     const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
     const signal = this.opts.signal && init.signal ? AbortSignal.any([this.opts.signal, init.signal]) : (this.opts.signal ?? init.signal);
-    // Nothing is awaited from here until the request is handed to the socket.
+    // Nothing is awaited from here on: what the gate allows is handed to Node at once (on a kept-alive
+    // connection it is written before the event loop turns again). See docs/adr/0011.
     signal?.throwIfAborted();
     this.opts.gate?.();
     return await new Promise<IncomingMessage>((resolve, reject) => {
