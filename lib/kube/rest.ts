@@ -101,8 +101,7 @@ export class RestClient {
     const timeoutMs = init.timeoutMs ?? this.opts.timeoutMs ?? 0;
     const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
     const signal = this.opts.signal && init.signal ? AbortSignal.any([this.opts.signal, init.signal]) : (this.opts.signal ?? init.signal);
-    // Nothing is awaited from here on: what the gate allows is handed to Node at once (on a kept-alive
-    // connection it is written before the event loop turns again). See docs/adr/0011.
+    // Nothing is awaited from here on. See docs/adr/0011 for the gate.
     signal?.throwIfAborted();
     this.opts.gate?.();
     return await new Promise<IncomingMessage>((resolve, reject) => {
@@ -130,12 +129,33 @@ export class RestClient {
           response?.destroy(err);
         }, timeoutMs);
       }
+      let refused: unknown;
       req.on('error', (err: Error & { code?: string }) => {
         clearTimeout(timer);
-        if (err.name === 'AbortError') reject(err);
+        if (err === refused || err.name === 'AbortError') reject(err);
         else reject(new TransportError(this.server, err));
       });
-      req.end(payload);
+      const gate = this.opts.gate;
+      if (!gate) {
+        req.end(payload);
+        return;
+      }
+      // With a gate, nothing is written until the connection is ready, and the gate is asked again
+      // then: a new connection (TCP and TLS handshakes) can take long, and the answer may have changed.
+      req.once('socket', (socket) => {
+        const go = () => {
+          try {
+            gate();
+          } catch (err) {
+            refused = err;
+            req.destroy(err as Error);
+            return;
+          }
+          req.end(payload);
+        };
+        if (socket.connecting) socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', go);
+        else go();
+      });
     });
   }
 
