@@ -63,7 +63,7 @@ test.serial('a leader whose renewals hang steps down at the renew deadline, not 
   t.is(outcome, 'lost');
   t.false(e.isLeader);
   t.throws(() => e.assertLeader(), { instanceOf: NotLeaderError });
-  t.true(held >= TIMINGS.renewDeadlineMs && held < TIMINGS.renewDeadlineMs + 300, `stepped down after ${Math.round(held)} ms`);
+  t.true(held >= TIMINGS.renewDeadlineMs && held < TIMINGS.renewDeadlineMs + 1500, `stepped down after ${Math.round(held)} ms`);
   t.regex(e.problem ?? '', /cannot renew the lease ns\/l: .*request timed out/);
 });
 
@@ -92,7 +92,8 @@ test.serial('a standby that cannot reach the lease says so; one that can is fine
   t.teardown(() => stop.abort());
   srv.state.answering = false;
   const acquiring = e.acquire(stop.signal);
-  await new Promise((r) => setTimeout(r, TIMINGS.renewDeadlineMs + 200));
+  const deadline = Date.now() + 10_000;
+  while (e.problem === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   t.false(e.isLeader);
   t.regex(e.problem ?? '', /cannot reach the lease ns\/l: .*request timed out after \d+ ms/);
   srv.state.answering = true;
