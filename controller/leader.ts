@@ -68,11 +68,6 @@ export class LeaderElector {
     return this.confirmedAt !== undefined && monotonic() - this.confirmedAt < this.o.renewDeadlineMs;
   }
 
-  /** Throws NotLeaderError unless leadership is confirmed at this very moment. */
-  assertLeader(): void {
-    if (!this.isLeader) throw new NotLeaderError();
-  }
-
   /** Why the last election attempt got no answer from the API server (undefined when it did). */
   get problem(): string | undefined {
     return this.lastError;

@@ -8,7 +8,7 @@ import { startOpsServer } from '../lib/runtime/server.ts';
 import { parseControllerConfig } from './config.ts';
 import { Controller } from './controller.ts';
 import { EventRecorder } from './events.ts';
-import { LeaderElector } from './leader.ts';
+import { LeaderElector, NotLeaderError } from './leader.ts';
 import { controllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 
@@ -65,8 +65,8 @@ if (elector) {
     const term = new AbortController();
     const gate = () => {
       if (elector.isLeader) return;
-      term.abort();
-      elector.assertLeader();
+      term.abort(); // found out here first (a frozen process wakes): end the whole term at once
+      throw new NotLeaderError();
     };
     controller = newController(rest.with({ signal: term.signal, gate }));
     const running = controller.run(term.signal);

@@ -3,7 +3,7 @@
 // and a process that was frozen finds it over before any timer has had a chance to run.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import test from 'ava';
-import { LeaderElector, NotLeaderError } from '../../controller/leader.ts';
+import { LeaderElector } from '../../controller/leader.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { tokenAccess } from './_access.ts';
@@ -62,7 +62,6 @@ test.serial('a leader whose renewals hang steps down at the renew deadline, not 
   const held = performance.now() - before;
   t.is(outcome, 'lost');
   t.false(e.isLeader);
-  t.throws(() => e.assertLeader(), { instanceOf: NotLeaderError });
   t.true(held >= TIMINGS.renewDeadlineMs && held < TIMINGS.renewDeadlineMs + 1500, `stepped down after ${Math.round(held)} ms`);
   t.regex(e.problem ?? '', /cannot renew the lease ns\/l: .*request timed out/);
 });
@@ -81,7 +80,6 @@ test.serial('a leader frozen past its renew deadline is not leader the moment it
     /* frozen */
   }
   t.false(e.isLeader);
-  t.throws(() => e.assertLeader(), { instanceOf: NotLeaderError });
 });
 
 test.serial('a standby that cannot reach the lease says so; one that can is fine', async (t) => {
