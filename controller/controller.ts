@@ -37,8 +37,17 @@ export class Controller {
     );
   }
 
+  /** The last reconcile that failed, until a later one writes successfully. */
+  private failing: { name: string; error: string } | undefined;
+
+  /**
+   * Why this controller cannot do its job right now, if it cannot: its cache is not synced, it cannot
+   * watch NodeDisks, or its last write attempt failed (refused, or no answer) and no write has succeeded since.
+   */
   readiness(): string | undefined {
     if (!this.informer.hasSynced) return `informer not synced${this.informer.error ? `: ${this.informer.error.message}` : ''}`;
+    if (this.informer.error) return `cannot list or watch NodeDisks: ${this.informer.error.message}`;
+    if (this.failing) return `the last write failed (nodedisk ${this.failing.name}): ${this.failing.error}`;
     return undefined;
   }
 
@@ -65,6 +74,12 @@ export class Controller {
       const end = metrics.reconcileSeconds.startTimer();
       try {
         const result = await this.o.reconciler.reconcile(nd);
+        if (result.deleted) {
+          this.queue.forget(name);
+          continue;
+        }
+        // A write went through, or the object that failed needs none any more.
+        if (result.wrote || this.failing?.name === name) this.failing = undefined;
         if (result.updated) {
           const cached = this.informer.cache.get(name);
           // Keep the newer of the two: a watch event may already have brought a later version.
@@ -76,9 +91,12 @@ export class Controller {
         if (result.requeueAfterMs !== undefined) this.queue.addAfter(name, result.requeueAfterMs);
         metrics.reconciles.inc({ result: 'success' });
       } catch (err) {
+        // The term ended (shutdown or lost leadership): the failure is that, not the object's.
+        if (signal.aborted) return;
         if (isApiError(err, 404)) {
           this.queue.forget(name);
         } else {
+          this.failing = { name, error: (err as Error).message };
           const delay = this.queue.addRateLimited(name);
           log.warn('reconcile failed; retrying', { nodeDisk: name, error: (err as Error).message, retryInMs: delay, retries: this.queue.retries(name) });
           metrics.reconciles.inc({ result: 'error' });

@@ -39,7 +39,14 @@ export class EventRecorder {
         timeoutMs: 10_000,
       });
     } catch (err) {
+      if (cancelled(err)) return; // the term ended: not worth a warning per event
       this.log.warn('could not record event', { reason, nodeDisk: nd.metadata.name, error: (err as Error).message });
     }
   }
+}
+
+/** The request was stopped by its term ending (shutdown, or leadership lost), not refused. */
+function cancelled(err: unknown): boolean {
+  const e = err as Error & { cause?: Error };
+  return [e.name, e.cause?.name].some((n) => n === 'AbortError' || n === 'NotLeaderError');
 }

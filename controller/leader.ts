@@ -1,8 +1,16 @@
-// Leader election on a coordination.k8s.io/v1 Lease, with client-go's timings and rules:
-// lease 15 s, renew deadline 10 s, retry period 2 s. Another holder's lease is respected until it has not
-// changed for a full lease duration *as observed locally* (no trust in clock agreement between hosts);
-// updates carry the resourceVersion, so two candidates can never both win. Losing the lease stops the
-// leader (the caller exits, as controller-runtime does); a clean shutdown releases it for a fast handover.
+// Leader election on a coordination.k8s.io/v1 Lease, with client-go's rules and timings (lease 15 s,
+// renew deadline 10 s, retry period 2 s by default):
+// - another holder's lease is respected until it has not changed for a full lease duration *as observed
+//   locally* (no trust in clock agreement between hosts); updates carry the resourceVersion, so two
+//   candidates can never both win;
+// - leadership is confirmed by a successful acquire or renew, and lasts the renew deadline from the moment
+//   that attempt *started* (the lease record it wrote cannot be older than that, so a standby, counting the
+//   lease duration from when it saw that record, cannot take over before we stop: lease > renew deadline);
+// - every request of an attempt is bounded by what is left of the renew deadline, so a stalled connection
+//   cannot keep a leader in office;
+// - time is monotonic (performance.now()): a process frozen by SIGSTOP or a VM pause finds, on waking, that
+//   its leadership has run out, before anything else runs (see `isLeader`, the gate of every write).
+// A clean shutdown releases the lease for a fast handover. See docs/adr/0011-conditional-writes-and-leadership.md.
 import { isApiError } from '../lib/kube/errors.ts';
 import type { RestClient } from '../lib/kube/rest.ts';
 import { sleep } from '../lib/runtime/backoff.ts';
@@ -32,38 +40,64 @@ export interface LeaderElectionOptions {
   log: Logger;
 }
 
+/** A request was stopped because this replica cannot confirm that it leads. */
+export class NotLeaderError extends Error {
+  constructor() {
+    super('not the leader: leadership could not be confirmed within the renew deadline');
+    this.name = 'NotLeaderError';
+  }
+}
+
 const microTime = (d = new Date()) => d.toISOString().replace(/Z$/, '000Z');
+const monotonic = () => performance.now();
 
 export class LeaderElector {
   private readonly o: Required<LeaderElectionOptions>;
   private observed: { record: string; at: number } | undefined;
   private current: Lease | undefined;
-  private leading = false;
+  /** Monotonic start of the last successful acquire or renew attempt, while we lead. */
+  private confirmedAt: number | undefined;
+  private lastError: string | undefined;
 
   constructor(o: LeaderElectionOptions) {
     this.o = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, ...o };
   }
 
+  /** True only while leadership is confirmed: computed from the clock at each call, never cached. */
   get isLeader(): boolean {
-    return this.leading;
+    return this.confirmedAt !== undefined && monotonic() - this.confirmedAt < this.o.renewDeadlineMs;
+  }
+
+  /** Why the last election attempt got no answer from the API server (undefined when it did). */
+  get problem(): string | undefined {
+    return this.lastError;
   }
 
   private get path(): string {
     return `/apis/coordination.k8s.io/v1/namespaces/${this.o.namespace}/leases`;
   }
 
-  /** One attempt to acquire or renew. True when we hold the lease afterwards. */
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  /**
+   * One attempt to acquire or renew, every request bounded by `deadline` (monotonic ms). True when we
+   * hold the lease afterwards.
+   */
+  private async tryAcquireOrRenew(deadline: number, signal: AbortSignal): Promise<boolean> {
+    const bounded = () => {
+      const left = Math.floor(deadline - monotonic());
+      if (left <= 0) throw new Error('the renew deadline passed during the attempt');
+      return { timeoutMs: left, signal };
+    };
     const now = new Date();
     let lease: Lease | undefined;
     try {
-      lease = await this.o.rest.request<Lease>('GET', `${this.path}/${this.o.name}`);
+      lease = await this.o.rest.request<Lease>('GET', `${this.path}/${this.o.name}`, bounded());
     } catch (err) {
       if (!isApiError(err, 404)) throw err;
     }
     const mine: Lease['spec'] = {
       holderIdentity: this.o.identity,
-      leaseDurationSeconds: Math.round(this.o.leaseDurationMs / 1000),
+      // Rounded up: rounding down could let a standby take over before our renew deadline.
+      leaseDurationSeconds: Math.ceil(this.o.leaseDurationMs / 1000),
       acquireTime: microTime(now),
       renewTime: microTime(now),
       leaseTransitions: 0,
@@ -72,6 +106,7 @@ export class LeaderElector {
       try {
         this.current = await this.o.rest.request<Lease>('POST', this.path, {
           body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.o.name, namespace: this.o.namespace }, spec: mine },
+          ...bounded(),
         });
         return true;
       } catch (err) {
@@ -80,17 +115,17 @@ export class LeaderElector {
       }
     }
     const record = JSON.stringify([lease.spec.holderIdentity, lease.spec.renewTime, lease.spec.leaseDurationSeconds]);
-    if (!this.observed || this.observed.record !== record) this.observed = { record, at: Date.now() };
+    if (!this.observed || this.observed.record !== record) this.observed = { record, at: monotonic() };
     const holder = lease.spec.holderIdentity ?? '';
     const durationMs = (lease.spec.leaseDurationSeconds ?? 15) * 1000;
-    if (holder !== '' && holder !== this.o.identity && Date.now() < this.observed.at + durationMs) return false;
+    if (holder !== '' && holder !== this.o.identity && monotonic() < this.observed.at + durationMs) return false;
 
     const spec: Lease['spec'] =
       holder === this.o.identity
         ? { ...lease.spec, renewTime: microTime(now), leaseDurationSeconds: mine.leaseDurationSeconds }
         : { ...mine, leaseTransitions: (lease.spec.leaseTransitions ?? 0) + 1 };
     try {
-      this.current = await this.o.rest.request<Lease>('PUT', `${this.path}/${this.o.name}`, { body: { ...lease, spec } });
+      this.current = await this.o.rest.request<Lease>('PUT', `${this.path}/${this.o.name}`, { body: { ...lease, spec }, ...bounded() });
       return true;
     } catch (err) {
       if (isApiError(err, 409)) return false; // lost an update race
@@ -98,16 +133,21 @@ export class LeaderElector {
     }
   }
 
-  /** Resolves once this instance leads; rejects only if `signal` aborts first. */
+  /** Resolves true once this instance leads; false if `signal` aborts first. */
   async acquire(signal: AbortSignal): Promise<boolean> {
     while (!signal.aborted) {
+      const started = monotonic();
       try {
-        if (await this.tryAcquireOrRenew()) {
-          this.leading = true;
+        const won = await this.tryAcquireOrRenew(started + this.o.renewDeadlineMs, signal);
+        this.lastError = undefined;
+        if (won) {
+          this.confirmedAt = started;
           this.o.log.info('became leader', { lease: `${this.o.namespace}/${this.o.name}`, identity: this.o.identity });
           return true;
         }
       } catch (err) {
+        if (signal.aborted) break;
+        this.lastError = `cannot reach the lease ${this.o.namespace}/${this.o.name}: ${(err as Error).message}`;
         this.o.log.warn('leader election attempt failed', { error: (err as Error).message });
       }
       await sleep(this.o.retryPeriodMs * (1 + Math.random() * 0.2), signal);
@@ -115,40 +155,47 @@ export class LeaderElector {
     return false;
   }
 
-  /** Renews until the renew deadline passes without success (resolves 'lost') or `signal` aborts ('stopped'). */
+  /**
+   * Renews every retry period while leading. Resolves 'lost' as soon as leadership cannot be confirmed
+   * (no successful renewal within the renew deadline, or another holder), 'stopped' when `signal` aborts.
+   */
   async hold(signal: AbortSignal): Promise<'lost' | 'stopped'> {
-    let lastRenew = Date.now();
-    while (!signal.aborted) {
-      await sleep(this.o.retryPeriodMs, signal);
-      if (signal.aborted) break;
+    while (this.confirmedAt !== undefined) {
+      const deadline = this.confirmedAt + this.o.renewDeadlineMs;
+      await sleep(Math.max(0, Math.min(this.o.retryPeriodMs, deadline - monotonic())), signal);
+      if (signal.aborted) return 'stopped';
+      if (!this.isLeader) return this.stepDown('could not renew the lease within the renew deadline; stepping down');
+      const started = monotonic();
       try {
-        if (await this.tryAcquireOrRenew()) {
-          lastRenew = Date.now();
-          continue;
-        }
-        this.o.log.warn('lease taken by another holder');
-        this.leading = false;
-        return 'lost';
+        const renewed = await this.tryAcquireOrRenew(deadline, signal);
+        this.lastError = undefined;
+        if (!renewed) return this.stepDown('lease taken by another holder; stepping down');
+        this.confirmedAt = started;
       } catch (err) {
+        if (signal.aborted) return 'stopped';
+        this.lastError = `cannot renew the lease ${this.o.namespace}/${this.o.name}: ${(err as Error).message}`;
         this.o.log.warn('lease renewal failed', { error: (err as Error).message });
       }
-      if (Date.now() - lastRenew > this.o.renewDeadlineMs) {
-        this.o.log.error('could not renew the lease within the renew deadline; stepping down');
-        this.leading = false;
-        return 'lost';
-      }
     }
-    return 'stopped';
+    return 'lost';
+  }
+
+  private stepDown(why: string): 'lost' {
+    this.confirmedAt = undefined;
+    this.o.log.error(why);
+    return 'lost';
   }
 
   /** Gives the lease up so a standby takes over at once instead of after the lease duration. */
   async release(): Promise<void> {
-    if (!this.leading || !this.current) return;
-    this.leading = false;
+    const leading = this.isLeader;
+    this.confirmedAt = undefined;
+    if (!leading || !this.current) return;
     try {
+      // Guarded by the resourceVersion of our last write: a lease someone else took since is left alone.
       await this.o.rest.request('PUT', `${this.path}/${this.o.name}`, {
         body: { ...this.current, spec: { ...this.current.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime() } },
-        timeoutMs: 5000,
+        timeoutMs: Math.min(5000, this.o.renewDeadlineMs),
       });
     } catch (err) {
       this.o.log.warn('could not release the lease', { error: (err as Error).message });

@@ -7,22 +7,18 @@ import { createLogger } from '../lib/runtime/log.ts';
 import { parseControllerConfig } from './config.ts';
 import { Controller } from './controller.ts';
 import { EventRecorder } from './events.ts';
-import { LeaderElector } from './leader.ts';
+import { LeaderElector, NotLeaderError } from './leader.ts';
 import { controllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 
 const { config, rest } = configuredOrExit(() => {
   const config = parseControllerConfig(process.argv.slice(2));
   const access = loadKubeConfig({ kubeconfig: config.kubeconfig });
-  return { config, rest: new RestClient(access, { timeoutMs: 30_000, userAgent: 'node-disks-operator' }) };
+  const userAgent = `node-disks-operator (${config.identity.replace(/[^\x20-\x7e]/g, '_')})`;
+  return { config, rest: new RestClient(access, { timeoutMs: 30_000, userAgent }) };
 });
 
 const log = createLogger('node-disks-operator', { level: config.logLevel, base: { identity: config.identity } });
-const metrics = controllerMetrics();
-const client = new NodeDiskClient(rest);
-const reconciler = new Reconciler({ client, events: new EventRecorder(rest, config.identity, log), log, metrics, staleAfterMs: config.staleAfterMs });
-const newController = () => new Controller({ client, reconciler, workers: config.workers, log, metrics });
-let controller = newController();
 const stopping = shutdownSignal(log);
 
 const elector = config.leaderElect
@@ -37,39 +33,53 @@ const elector = config.leaderElect
       log,
     })
   : undefined;
+// The gauge is read from the elector's clock at each scrape, so it cannot lag behind a lost lease.
+const metrics = controllerMetrics(() => elector?.isLeader ?? true);
+
+/** A controller whose every request goes through `termRest`. */
+function newController(termRest: RestClient): Controller {
+  const client = new NodeDiskClient(termRest);
+  const reconciler = new Reconciler({ client, events: new EventRecorder(termRest, config.identity, log), log, metrics, staleAfterMs: config.staleAfterMs });
+  return new Controller({ client, reconciler, workers: config.workers, log, metrics });
+}
+let controller: Controller | undefined;
 
 const ops = await opsServerOrExit({
   address: config.httpAddress,
   registry: metrics.registry,
   healthz: () => undefined,
-  // A standby is ready (it can take over); the leader is ready once its cache has synced.
-  readyz: () => (elector && !elector.isLeader ? undefined : controller.readiness()),
+  // A standby is ready when it could take over (it reaches the lease); the leader when it can do the work.
+  readyz: () => {
+    if (elector && !elector.isLeader) return elector.problem;
+    return controller ? controller.readiness() : 'starting';
+  },
 });
 log.info('controller started', { httpPort: ops.port, leaderElect: config.leaderElect });
 
 if (elector) {
-  // Each term of leadership runs a fresh controller. Losing the lease (the API server was unreachable
-  // past the renew deadline, or another replica took over) stops all work before this replica competes
-  // again, so two replicas never act at once; the process itself stays up.
+  // Each term of leadership runs a fresh controller whose requests all carry the term's signal and pass
+  // the elector's clock check right before they leave: when leadership cannot be confirmed, nothing more
+  // is sent and everything in flight is cancelled. The process itself stays up and competes again.
   while (!stopping.aborted && (await elector.acquire(stopping))) {
-    metrics.leader.set(1);
     const term = new AbortController();
-    const onStop = () => term.abort();
-    stopping.addEventListener('abort', onStop, { once: true });
+    const gate = () => {
+      if (elector.isLeader) return;
+      term.abort(); // found out here first (a frozen process wakes): end the whole term at once
+      throw new NotLeaderError();
+    };
+    controller = newController(rest.with({ signal: term.signal, gate }));
     const running = controller.run(term.signal);
-    const outcome = await elector.hold(stopping);
+    await elector.hold(AbortSignal.any([stopping, term.signal]));
     term.abort();
     await running;
-    stopping.removeEventListener('abort', onStop);
-    metrics.leader.set(0);
-    if (outcome === 'stopped') {
+    if (stopping.aborted) {
       await elector.release();
       break;
     }
     log.warn('lost leadership; stopped all work and standing by');
-    controller = newController();
   }
 } else {
+  controller = newController(rest.with({ signal: stopping }));
   await controller.run(stopping);
 }
 await ops.close();

@@ -1,9 +1,15 @@
 // The controller's reconcile of one NodeDisk: apply the label policy to spec.desired, then report
-// status.controller. Idempotent: it reads the informer's cache, computes what should be, and writes only
-// what differs, with server-side apply under its own field manager (never a PUT of the whole object).
+// status.controller. Idempotent: it computes what should be from one version of the object and writes
+// only what differs, with server-side apply under its own field manager (never a PUT of the whole object).
+//
+// Every write is conditional on the version it was decided from (metadata.resourceVersion in the apply
+// body): the API server refuses it with 409 Conflict if anyone wrote in between, a person reserving the
+// disk by hand above all. A refused decision is taken again from a fresh GET, not from the informer cache,
+// which may not have the newer version yet. See docs/adr/0011-conditional-writes-and-leadership.md.
 import { API_VERSION, FIELD_MANAGER, KIND } from '../api/constants.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
+import { isApiError } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import { controllerStatus, readiness, sameControllerStatus } from './conditions.ts';
 import type { EventRecorder } from './events.ts';
@@ -22,8 +28,23 @@ export interface ReconcilerOptions {
 export interface ReconcileResult {
   /** Look again after this many ms (a report going stale), if set. */
   requeueAfterMs?: number;
-  /** The object as it is after our writes, to keep the cache current. */
+  /** The newest version of the object we know of after our writes, to keep the cache current. */
   updated?: NodeDisk;
+  /** The object is gone. */
+  deleted?: boolean;
+  /** At least one write was accepted by the API server. */
+  wrote?: boolean;
+}
+
+/** Decisions taken again from fresh state before giving up to the queue's backoff. */
+const MAX_ATTEMPTS = 5;
+
+/**
+ * A 409 from an apply that carried a resourceVersion: the object changed since we read it. (A 409 that
+ * names field managers is a field ownership conflict instead, which a fresh read does not cure.)
+ */
+export function isStaleVersion(err: unknown): boolean {
+  return isApiError(err, 409) && !(err.status.details?.causes ?? []).some((c) => c.reason === 'FieldManagerConflict');
 }
 
 export class Reconciler {
@@ -32,16 +53,41 @@ export class Reconciler {
     this.o = o;
   }
 
-  async reconcile(nd: NodeDisk): Promise<ReconcileResult> {
+  /** Reconciles from `cached`; when a write finds the object changed, decides again from a fresh GET. */
+  async reconcile(cached: NodeDisk): Promise<ReconcileResult> {
+    const name = cached.metadata.name ?? '';
+    let nd = cached;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.reconcileVersion(nd);
+      } catch (err) {
+        if (!isStaleVersion(err) || attempt >= MAX_ATTEMPTS) throw err;
+        this.o.metrics.conflicts.inc();
+        this.o.log.debug('the NodeDisk changed since it was read; deciding again from a fresh read', { nodeDisk: name, resourceVersion: nd.metadata.resourceVersion, attempt });
+        try {
+          nd = await this.o.client.get(name);
+        } catch (getErr) {
+          if (isApiError(getErr, 404)) return { deleted: true };
+          throw getErr;
+        }
+      }
+    }
+  }
+
+  /** One pass over one version of the object; every write is conditional on that version. */
+  private async reconcileVersion(nd: NodeDisk): Promise<ReconcileResult> {
     const { client, events, log, metrics } = this.o;
     const name = nd.metadata.name ?? '';
-    const meta = { apiVersion: API_VERSION, kind: KIND, metadata: { name } } as const;
     let current = nd;
+    let wrote = false;
+    const meta = () => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name, resourceVersion: current.metadata.resourceVersion } }) as const;
 
     const decision = decide(current);
     if (decision.action !== 'none') {
-      // force: the default Available belongs to the creator (the agent); see docs/adr/0004.
-      current = await client.apply({ ...meta, spec: { desired: decision.desired } }, { fieldManager: FIELD_MANAGER.controller, force: true });
+      // force: the default Available belongs to the creator (the agent); see docs/adr/0004. The
+      // resourceVersion keeps force from taking anything decided on a stale view: see the header.
+      current = await client.apply({ ...meta(), spec: { desired: decision.desired } }, { fieldManager: FIELD_MANAGER.controller, force: true });
+      wrote = true;
       metrics.writes.inc({ kind: 'spec' });
       metrics.policyActions.inc({ action: decision.action });
       log.info(decision.note.message, { nodeDisk: name, action: decision.action });
@@ -54,7 +100,9 @@ export class Reconciler {
     const status = controllerStatus(current, after, ready, new Date(now));
     if (!sameControllerStatus(current.status?.controller, status)) {
       const prevAccepted = current.status?.controller?.conditions?.find((c) => c.type === 'Accepted');
-      current = await client.applyStatus({ ...meta, status: { controller: status } }, { fieldManager: FIELD_MANAGER.controller });
+      // Conditional too: Accepted and Ready describe this version, and must not land on a newer one.
+      current = await client.applyStatus({ ...meta(), status: { controller: status } }, { fieldManager: FIELD_MANAGER.controller });
+      wrote = true;
       metrics.writes.inc({ kind: 'status' });
       const acceptedNow = status.conditions?.find((c) => c.type === 'Accepted');
       if (after.note?.conflict && acceptedNow && prevAccepted?.reason !== acceptedNow.reason) {
@@ -62,6 +110,6 @@ export class Reconciler {
         await events.record(current, 'Warning', after.note.reason, 'PolicyRejected', after.note.message);
       }
     }
-    return { updated: current, ...(ready.recheckAt !== undefined ? { requeueAfterMs: Math.max(0, ready.recheckAt - now) } : {}) };
+    return { updated: current, wrote, ...(ready.recheckAt !== undefined ? { requeueAfterMs: Math.max(0, ready.recheckAt - now) } : {}) };
   }
 }

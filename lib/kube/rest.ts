@@ -37,6 +37,13 @@ export interface RestClientOptions {
   /** Per-request timeout (kubectl's --request-timeout); 0 means none. */
   timeoutMs?: number;
   userAgent?: string;
+  /** Every request also carries this signal: aborting it cancels all that is in flight (a leader's term). */
+  signal?: AbortSignal;
+  /**
+   * Called right before each request leaves, after the last await: throwing stops the request. A leader
+   * checks there that it still leads, so nothing decided earlier is sent once it no longer does.
+   */
+  gate?: () => void;
 }
 
 export class RestClient {
@@ -46,11 +53,16 @@ export class RestClient {
   /** Keep-alive: paged lists and controllers reuse one TLS connection instead of a handshake per call. */
   private readonly agent: import('node:http').Agent;
 
-  constructor(access: ClusterAccess, opts: RestClientOptions = {}) {
+  constructor(access: ClusterAccess, opts: RestClientOptions = {}, agent?: import('node:http').Agent) {
     this.server = access.server;
     this.access = access;
     this.opts = opts;
-    this.agent = access.server.startsWith('http:') ? new HttpAgent({ keepAlive: true }) : new HttpsAgent({ keepAlive: true });
+    this.agent = agent ?? (access.server.startsWith('http:') ? new HttpAgent({ keepAlive: true }) : new HttpsAgent({ keepAlive: true }));
+  }
+
+  /** The same credentials and connections, with some options replaced (a term's signal and gate, say). */
+  with(opts: Partial<RestClientOptions>): RestClient {
+    return new RestClient(this.access, { ...this.opts, ...opts }, this.agent);
   }
 
   /** Closes idle connections, so a short-lived command exits at once. */
@@ -88,10 +100,14 @@ export class RestClient {
     }
     const timeoutMs = init.timeoutMs ?? this.opts.timeoutMs ?? 0;
     const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
+    const signal = this.opts.signal && init.signal ? AbortSignal.any([this.opts.signal, init.signal]) : (this.opts.signal ?? init.signal);
+    // Nothing is awaited from here on. See docs/adr/0011 for the gate.
+    signal?.throwIfAborted();
+    this.opts.gate?.();
     return await new Promise<IncomingMessage>((resolve, reject) => {
       let response: IncomingMessage | undefined;
       let timer: NodeJS.Timeout | undefined;
-      const req = send(url, { ...options, signal: init.signal }, (res) => {
+      const req = send(url, { ...options, signal }, (res) => {
         response = res;
         const code = res.statusCode ?? 0;
         // The timeout covers the whole exchange, body included, and ends with it; a stream's ends here.
@@ -113,12 +129,33 @@ export class RestClient {
           response?.destroy(err);
         }, timeoutMs);
       }
+      let refused: unknown;
       req.on('error', (err: Error & { code?: string }) => {
         clearTimeout(timer);
-        if (err.name === 'AbortError') reject(err);
+        if (err === refused || err.name === 'AbortError') reject(err);
         else reject(new TransportError(this.server, err));
       });
-      req.end(payload);
+      const gate = this.opts.gate;
+      if (!gate) {
+        req.end(payload);
+        return;
+      }
+      // With a gate, nothing is written until the connection is ready, and the gate is asked again
+      // then: a new connection (TCP and TLS handshakes) can take long, and the answer may have changed.
+      req.once('socket', (socket) => {
+        const go = () => {
+          try {
+            gate();
+          } catch (err) {
+            refused = err;
+            req.destroy(err as Error);
+            return;
+          }
+          req.end(payload);
+        };
+        if (socket.connecting) socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', go);
+        else go();
+      });
     });
   }
 

@@ -35,6 +35,20 @@ export interface StartOptions {
   /** Install kustomize/crd, the namespace and kustomize/rbac after start (default true). */
   install?: boolean;
   log?: (line: string) => void;
+  /** Keep an audit log of every write (see auditedWrites), for tests that must know who wrote what, when. */
+  auditWrites?: boolean;
+}
+
+/** One write request as the API server's audit log records it (Metadata level, stage ResponseComplete). */
+export interface AuditedWrite {
+  verb: string;
+  requestURI: string;
+  userAgent: string;
+  user: { username: string };
+  objectRef?: { resource?: string; subresource?: string; name?: string; namespace?: string };
+  responseStatus?: { code?: number };
+  /** RFC 3339 with microseconds, as the API server writes it; comparable as strings. */
+  requestReceivedTimestamp: string;
 }
 
 async function freePort(): Promise<number> {
@@ -77,7 +91,7 @@ export class ControlPlane {
     await mkdir(dir, { recursive: true });
     const cp = new ControlPlane(dir, opts.dir === undefined, binaries);
     try {
-      await cp.boot();
+      await cp.boot(opts.auditWrites === true);
       if (opts.install !== false) await cp.installBase();
     } catch (err) {
       const logs = cp.logs();
@@ -87,7 +101,7 @@ export class ControlPlane {
     return cp;
   }
 
-  private async boot(): Promise<void> {
+  private async boot(auditWrites: boolean): Promise<void> {
     const pki = join(this.dir, 'pki');
     await mkdir(pki, { recursive: true });
     const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
@@ -143,6 +157,12 @@ export class ControlPlane {
       '--disable-admission-plugins=ServiceAccount',
       '--allow-privileged=true',
     ];
+    if (auditWrites) {
+      const policy = join(this.dir, 'audit-policy.yaml');
+      const rules = { apiVersion: 'audit.k8s.io/v1', kind: 'Policy', omitStages: ['RequestReceived'], rules: [{ level: 'None', verbs: ['get', 'list', 'watch'] }, { level: 'Metadata' }] };
+      await writeFile(policy, dump(rules));
+      this.apiserverArgs.push(`--audit-policy-file=${policy}`, `--audit-log-path=${this.auditLog}`, '--audit-log-format=json', '--audit-log-mode=blocking');
+    }
     this.apiserver.start(this.binaries.kubeApiserver, this.apiserverArgs);
     await this.waitFor(this.apiserver, 90_000, async () => (await this.getAsAdmin('/readyz').catch(() => 0)) === 200);
     await this.persist(this.writeIdentity('admin', this.adminToken));
@@ -283,6 +303,20 @@ export class ControlPlane {
     await sleep(downMs);
     this.apiserver.start(this.binaries.kubeApiserver, this.apiserverArgs);
     await this.waitFor(this.apiserver, 90_000, async () => (await this.getAsAdmin('/readyz').catch(() => 0)) === 200);
+  }
+
+  private get auditLog(): string {
+    return join(this.dir, 'audit.log');
+  }
+
+  /** Every write the API server has answered so far (start with auditWrites), oldest first. */
+  async auditedWrites(): Promise<AuditedWrite[]> {
+    const text = await readFile(this.auditLog, 'utf8');
+    return text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as AuditedWrite)
+      .sort((a, b) => a.requestReceivedTimestamp.localeCompare(b.requestReceivedTimestamp));
   }
 
   /** Both processes' recent logs, for a failing test's report. */

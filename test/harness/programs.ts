@@ -21,17 +21,27 @@ export class Program extends ServerProcess {
     this.start(process.execPath, [this.main, ...this.args]);
     return this;
   }
+  /** The program's own process (it runs under lifeline.sh: one of lifeline's children, not the wrapper). */
+  async programPid(): Promise<number | undefined> {
+    const pid = this.pid;
+    if (pid === undefined) return undefined;
+    const children = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')).trim().split(/\s+/).filter(Boolean);
+    for (const child of children) {
+      const cmdline = await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '');
+      if (cmdline.includes(this.main)) return Number(child);
+    }
+    return undefined;
+  }
+  /** Sends a signal to the program itself (SIGSTOP/SIGCONT pause and resume it as a frozen VM or a GC pause would). */
+  async signal(sig: NodeJS.Signals): Promise<void> {
+    const pid = await this.programPid();
+    if (pid === undefined) throw new Error(`${this.name} is not running`);
+    process.kill(pid, sig);
+  }
   /** SIGKILL: a crash, with no chance to clean up. */
   async crash(): Promise<number | null> {
-    // The program runs under lifeline.sh: find it among lifeline's children and kill it, not the wrapper.
-    const pid = this.pid;
-    if (pid !== undefined) {
-      const children = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')).trim().split(/\s+/).filter(Boolean);
-      for (const child of children) {
-        const cmdline = await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '');
-        if (cmdline.includes(this.main)) process.kill(Number(child), 'SIGKILL');
-      }
-    }
+    const pid = await this.programPid();
+    if (pid !== undefined) process.kill(pid, 'SIGKILL');
     return await this.whenExited();
   }
 }
@@ -73,6 +83,8 @@ export async function startAgent(cp: ControlPlane, o: AgentLaunch): Promise<Prog
 export interface ControllerLaunch {
   logDir: string;
   identity?: string;
+  /** Another kubeconfig of the controller's identity (one that points at a proxy, say). */
+  kubeconfig?: string;
   extraArgs?: string[];
 }
 
@@ -81,7 +93,7 @@ export async function startController(cp: ControlPlane, o: ControllerLaunch): Pr
   await mkdir(o.logDir, { recursive: true });
   const id = o.identity ?? 'controller-0';
   return new Program(id, join(o.logDir, `${id}.log`), CONTROLLER_MAIN, [
-    `--kubeconfig=${identity.kubeconfig}`,
+    `--kubeconfig=${o.kubeconfig ?? identity.kubeconfig}`,
     '--http-address=127.0.0.1:0',
     `--identity=${id}`,
     ...(o.extraArgs ?? []),

@@ -4,13 +4,13 @@ import type { TestFn } from 'ava';
 import { NodeDiskClient } from '../../api/client.ts';
 import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
-import { ControlPlane, type Identity } from '../harness/controlplane.ts';
+import { ControlPlane, type Identity, type StartOptions } from '../harness/controlplane.ts';
 
-export function useControlPlane(test: TestFn): () => ControlPlane {
+export function useControlPlane(test: TestFn, opts: StartOptions = {}): () => ControlPlane {
   let cp: ControlPlane | undefined;
   // serial: a test file's own before hooks (declared after this) run once the control plane is up.
   test.serial.before(async () => {
-    cp = await ControlPlane.start();
+    cp = await ControlPlane.start(opts);
   });
   test.afterEach.always((t) => {
     if (!t.passed && cp) console.error(`\n${t.title} failed; control plane logs (tail):\n${cp.logs(8 * 1024)}`);
