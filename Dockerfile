@@ -15,7 +15,7 @@ COPY agent ./agent
 COPY controller ./controller
 COPY plugin ./plugin
 COPY scripts/build.ts ./scripts/build.ts
-COPY test/harness/paths.ts ./test/harness/paths.ts
+COPY scripts/lib ./scripts/lib
 RUN node scripts/build.ts
 
 FROM gcr.io/distroless/nodejs24-debian12:nonroot AS controller

@@ -19,7 +19,7 @@ import { dump } from 'js-yaml';
 import { ensureBinaries, type ControlPlaneBinaries } from '../controlplane/binaries.ts';
 import { ServerProcess } from './process.ts';
 
-import { REPO_ROOT } from './paths.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 export { REPO_ROOT };
 export const SYSTEM_NAMESPACE = 'node-disks-system';
 

@@ -10,7 +10,7 @@ import test from 'ava';
 import { load } from 'js-yaml';
 import { PLATFORMS, release } from '../../scripts/release.ts';
 import { ensureKrew } from '../krew/krew.ts';
-import { REPO_ROOT } from '../harness/paths.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { useControlPlane } from './_controlplane.ts';
 
 const run = promisify(execFile);
