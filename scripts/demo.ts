@@ -1,7 +1,7 @@
 // `npm start`: a local NodeDisks cluster with no Docker. A real etcd + kube-apiserver, the CRD and RBAC
 // from kustomize/, three Node objects with 64 MiB sparse disk images each, the controller and one agent
 // per node as separate processes with their own identities. State lives in .nodedisks-dev/ (wiped at
-// each start); Ctrl-C stops everything.
+// each start; NODEDISKS_DEV_DIR moves it, as the test of this script does); Ctrl-C stops everything.
 import { copyFile, mkdir, rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { ControlPlane } from '../test/harness/controlplane.ts';
@@ -11,7 +11,7 @@ import { seedDisks, startAgent, startController, type Program } from '../test/ha
 const NODES = ['node-disks-dev-m02', 'node-disks-dev-m03', 'node-disks-dev-m04'];
 const DISKS_PER_NODE = 3;
 const DISK_BYTES = 64 * 1024 * 1024;
-const work = join(REPO_ROOT, '.nodedisks-dev');
+const work = process.env.NODEDISKS_DEV_DIR || join(REPO_ROOT, '.nodedisks-dev');
 const say = (line: string) => console.log(line);
 
 await rm(work, { recursive: true, force: true });

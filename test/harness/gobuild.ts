@@ -100,3 +100,10 @@ function buildError(b: GoBuild, t: GoTarget, err: NodeJS.ErrnoException & { code
   const why = stderr.trim() || err.message || `exit code ${String(err.code)}`;
   return new Error(`building ${b.what} failed: go build ${t.pkg} (in ${b.moduleDir}):\n${why}`);
 }
+
+/** $PATH without the folders that hold a `go` command: how a machine without Go looks to a child process. */
+export async function pathWithoutGo(path = process.env.PATH ?? ''): Promise<string> {
+  const dirs = path.split(':').filter(Boolean);
+  const keep = await Promise.all(dirs.map(async (d) => !(await isExecutable(join(d, 'go')))));
+  return dirs.filter((_, i) => keep[i]).join(':');
+}
