@@ -17,6 +17,8 @@ const run = promisify(execFile);
 const controlPlane = useControlPlane(test);
 
 test('krew installs the released archive and kubectl runs it against the cluster', async (t) => {
+  // krew is built from Go modules on this test's first run (a minute or more), cached afterwards.
+  t.timeout(20 * 60_000, 'building krew and installing with it took more than 20 minutes');
   const work = await mkdtemp(join(tmpdir(), 'nodedisks-krew-'));
   try {
     const host = PLATFORMS.find((p) => p.id === 'linux-amd64')!;
