@@ -43,14 +43,17 @@ test('with KUBEBUILDER_ASSETS and no Go, the demo comes up, reports every disk, 
     demo.stdout.on('data', (b: Buffer) => (out += b.toString()));
     demo.stderr.on('data', (b: Buffer) => (out += b.toString()));
     const exited = new Promise<number | null>((resolve) => demo.on('exit', (code) => resolve(code)));
-    const up = await Promise.race([
-      (async () => {
-        while (!/Press Ctrl-C to stop everything/.test(out)) await new Promise((r) => setTimeout(r, 200));
-        return true;
-      })(),
-      exited.then(() => false),
-      new Promise<boolean>((r) => setTimeout(() => r(false), 3 * 60_000)),
-    ]);
+    // Up when it prints its instructions; not up if it exits first or takes more than 3 minutes.
+    let gaveUp = false;
+    const deadline = setTimeout(() => (gaveUp = true), 3 * 60_000);
+    let up = false;
+    let ended = false;
+    void exited.then(() => (ended = true));
+    while (!up && !ended && !gaveUp) {
+      await new Promise((r) => setTimeout(r, 200));
+      up = /Press Ctrl-C to stop everything/.test(out);
+    }
+    clearTimeout(deadline);
     if (!up) demo.kill('SIGKILL');
     t.true(up, out);
     t.regex(out, /NodeDisks is running: Kubernetes v1\.\d+\.\d+/);
