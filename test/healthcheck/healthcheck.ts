@@ -44,7 +44,7 @@ export async function ensureHealthcheck(log?: (line: string) => void): Promise<s
   const dir = join(cacheRoot(), 'healthcheck', `healthcheck-${await sourceHash()}-${os}-${arch}`);
   await ensureGoBuild({
     what: 'the GitOps health-check runner (gopher-lua as Argo CD runs it, Flux CEL evaluator)',
-    takes: 'about 3 minutes on 2 cores',
+    takes: 'a few minutes',
     moduleDir,
     dir,
     targets: [{ name: 'nodedisks-healthcheck', pkg: '.' }],

@@ -23,7 +23,7 @@ export async function ensureKrew(log?: (line: string) => void): Promise<string> 
   const dir = join(cacheRoot(), 'krew', `krew-${version}-${os}-${arch}`);
   await ensureGoBuild({
     what: `krew ${version} (for the krew installation test)`,
-    takes: 'about 1 minute',
+    takes: '1 to 3 minutes',
     moduleDir,
     dir,
     targets: [{ name: 'krew', pkg: 'sigs.k8s.io/krew/cmd/krew' }],
