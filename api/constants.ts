@@ -21,7 +21,7 @@ export const AUTO_RESERVE_VALUE = 'true';
 /** The owner the controller writes for label-driven reservations. */
 export const AUTO_OWNER = 'auto';
 
-/** Server-side apply field managers: one per writer (see DESIGN.md, "Who writes what"). */
+/** Server-side apply field managers: one per writer (see docs/design.md, "Who writes what"). */
 export const FIELD_MANAGER = {
   agent: 'node-disks-agent',
   controller: 'node-disks-operator',
