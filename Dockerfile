@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# One Dockerfile, two images: `--target controller` and `--target agent`.
+# One Dockerfile, two images: `--target operator` and `--target agent`.
 # Build stage: the esbuild bundles (npm run build). Run stage: distroless Node 24 (no shell, no npm),
 # only the bundle of that program. Pin the base images by digest in your registry mirror for production.
 
@@ -15,10 +15,10 @@ COPY agent ./agent
 COPY controller ./controller
 COPY plugin ./plugin
 COPY scripts/build.ts ./scripts/build.ts
-COPY test/harness/paths.ts ./test/harness/paths.ts
+COPY scripts/lib ./scripts/lib
 RUN node scripts/build.ts
 
-FROM gcr.io/distroless/nodejs24-debian12:nonroot AS controller
+FROM gcr.io/distroless/nodejs24-debian12:nonroot AS operator
 COPY --from=build /src/dist/controller/ /app/
 COPY LICENSE /app/LICENSE
 USER 65532:65532

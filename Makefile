@@ -15,7 +15,7 @@ minikube-up: ## Start a 4-node minikube cluster (profile node-disks-dev)
 	minikube start -p $(PROFILE) --nodes $(NODES)
 
 images: ## Build the controller and agent images
-	docker build --target controller -t $(OPERATOR_IMAGE) .
+	docker build --target operator -t $(OPERATOR_IMAGE) .
 	docker build --target agent -t $(AGENT_IMAGE) .
 
 images-load: images ## Build the images and load them into minikube

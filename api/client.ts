@@ -1,5 +1,5 @@
 // Typed NodeDisk operations over the REST client: the only way the three programs touch NodeDisks.
-// Writers use server-side apply with their own field manager (DESIGN.md, "Who writes what").
+// Writers use server-side apply with their own field manager (docs/design.md, "Who writes what").
 
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from './constants.ts';
 import type { NodeDisk, NodeDiskList } from './v1alpha1/types.ts';

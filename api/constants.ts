@@ -33,7 +33,7 @@ export const FINALIZER = `${GROUP}/reservation-protection`;
  */
 export const RECOVERED_OWNER = 'recovered-from-node';
 
-/** Server-side apply field managers: one per writer (see DESIGN.md, "Who writes what"). */
+/** Server-side apply field managers: one per writer (see docs/design.md, "Who writes what"). */
 export const FIELD_MANAGER = {
   agent: 'node-disks-agent',
   controller: 'node-disks-operator',

@@ -10,7 +10,7 @@ import { diskPath, nodeDiskName } from '../api/names.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { ControlPlane } from '../test/harness/controlplane.ts';
-import { REPO_ROOT } from '../test/harness/paths.ts';
+import { REPO_ROOT } from '../scripts/lib/paths.ts';
 
 const SIZES = (process.env.SIZES ?? '300,10000').split(',').map(Number);
 const RUNS = Number(process.env.RUNS ?? 7);

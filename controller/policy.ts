@@ -1,4 +1,4 @@
-// The label policy of DESIGN.md, as a pure function of one NodeDisk:
+// The label policy of docs/design.md, as a pure function of one NodeDisk:
 // - label auto-reserve=true            → spec.desired = {Reserved, auto}
 // - label absent or not "true", owner auto → spec.desired = {Available}, owner cleared
 // - a reservation by anyone else is never changed; when the label asks for it, say why it had no effect.

@@ -3,7 +3,7 @@
 // through kubectl; dist/agent/ and dist/controller/ are what the images copy.
 import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import { build } from 'esbuild';
-import { REPO_ROOT } from '../test/harness/paths.ts';
+import { REPO_ROOT } from './lib/paths.ts';
 
 const programs = [
   // The plugin's launcher enables the compile cache, then imports its main chunk: hence splitting.

@@ -5,7 +5,7 @@
 import { copyFile, mkdir, readdir, rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { ControlPlane } from '../test/harness/controlplane.ts';
-import { REPO_ROOT } from '../test/harness/paths.ts';
+import { REPO_ROOT } from './lib/paths.ts';
 import { acquireDemoLock, DemoRunning, releaseDemoLock } from './demo-lock.ts';
 import { seedDisks, startAgent, startController, type Program } from '../test/harness/programs.ts';
 

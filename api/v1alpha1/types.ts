@@ -1,4 +1,4 @@
-// The NodeDisk resource, in exactly the seed's shape (see ../shared/DESIGN.md). These types describe
+// The NodeDisk resource, in exactly the seed's shape (see docs/design.md). These types describe
 // the JSON the API server stores; the CRD schema in ./schema.ts is tested against them.
 
 import type { API_VERSION, KIND, LIST_KIND } from '../constants.ts';

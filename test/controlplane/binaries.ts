@@ -5,11 +5,12 @@
 // proxy through the wrapper module beside this file (go.mod pins the versions; gen-go-mod.sh makes it).
 
 import { execFile } from 'node:child_process';
-import { access, constants, mkdir, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
-import { homedir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { cacheRoot } from '../../scripts/lib/paths.ts';
+import { ensureGoBuild, goPlatform, isExecutable } from '../harness/gobuild.ts';
 
 const run = promisify(execFile);
 const moduleDir = fileURLToPath(new URL('.', import.meta.url));
@@ -36,33 +37,13 @@ export async function pinnedVersions(): Promise<{ kubernetes: string; etcd: stri
   return { kubernetes: find('k8s.io/kubernetes'), etcd: find('go.etcd.io/etcd/server/v3') };
 }
 
-function goPlatform(): { os: string; arch: string } {
-  const arch = ({ x64: 'amd64', arm64: 'arm64' } as Record<string, string>)[process.arch] ?? process.arch;
-  return { os: process.platform, arch };
-}
-
-export function cacheRoot(): string {
-  if (process.env.NODEDISKS_CACHE_DIR) return process.env.NODEDISKS_CACHE_DIR;
-  const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  return join(base, 'nodedisks');
-}
-
-async function executable(path: string): Promise<boolean> {
-  try {
-    await access(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function inDir(dir: string) {
   return { dir, etcd: join(dir, 'etcd'), kubeApiserver: join(dir, 'kube-apiserver'), kubectl: join(dir, 'kubectl') };
 }
 
 async function allPresent(dir: string): Promise<boolean> {
   const b = inDir(dir);
-  return (await Promise.all([b.etcd, b.kubeApiserver, b.kubectl].map(executable))).every(Boolean);
+  return (await Promise.all([b.etcd, b.kubeApiserver, b.kubectl].map(isExecutable))).every(Boolean);
 }
 
 async function versionOf(binary: string, args: string[], pattern: RegExp): Promise<string> {
@@ -76,9 +57,9 @@ async function versionOf(binary: string, args: string[], pattern: RegExp): Promi
 
 /**
  * Returns the binaries, building them once when neither KUBEBUILDER_ASSETS nor the cache has them.
- * `log` receives progress lines (a cold build takes minutes; say so).
+ * `log` receives progress lines (a cold build takes minutes; say so); stderr when not given.
  */
-export async function ensureBinaries(log: (line: string) => void = () => {}): Promise<ControlPlaneBinaries> {
+export async function ensureBinaries(log?: (line: string) => void): Promise<ControlPlaneBinaries> {
   const assets = process.env.KUBEBUILDER_ASSETS;
   if (assets) {
     if (!(await allPresent(assets))) {
@@ -101,42 +82,20 @@ export async function ensureBinaries(log: (line: string) => void = () => {}): Pr
   const result = { ...inDir(dir), kubernetesVersion: versions.kubernetes, etcdVersion: versions.etcd };
   if (await allPresent(dir)) return { ...result, source: 'cache' };
 
-  log(`building the test control plane (Kubernetes ${versions.kubernetes}, etcd ${versions.etcd}) into ${dir}; the first build takes several minutes`);
-  await mkdir(join(cacheRoot(), 'controlplane'), { recursive: true });
-  // Build into a temp dir beside the cache entry and rename, so an interrupted build never leaves a half cache.
-  const tmp = await mkdtemp(`${dir}.tmp-`);
-  try {
-    const env = { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -trimpath -buildvcs=false' };
-    const targets: [string, string][] = [
-      ['etcd', 'go.etcd.io/etcd/server/v3'],
-      ['kube-apiserver', 'k8s.io/kubernetes/cmd/kube-apiserver'],
-      ['kubectl', 'k8s.io/kubernetes/cmd/kubectl'],
-    ];
-    for (const [name, pkg] of targets) {
-      const started = Date.now();
-      // Kubernetes stamps its version through ldflags (as its own build does), so `--version` tells the truth.
-      const ldflags = pkg.startsWith('k8s.io/')
-        ? `-s -w -X k8s.io/component-base/version.gitVersion=${versions.kubernetes} -X k8s.io/client-go/pkg/version.gitVersion=${versions.kubernetes}`
-        : '-s -w';
-      try {
-        await run('go', ['build', '-ldflags', ldflags, '-o', join(tmp, name), pkg], {
-          cwd: moduleDir,
-          env,
-          maxBuffer: 64 * 1024 * 1024,
-        });
-      } catch (err) {
-        const e = err as { code?: string; stderr?: string };
-        if (e.code === 'ENOENT') {
-          throw new Error('the Go toolchain (go) is needed once to build the test control plane; install Go, or set KUBEBUILDER_ASSETS to a folder with etcd, kube-apiserver and kubectl');
-        }
-        throw new Error(`go build ${pkg} failed:\n${e.stderr ?? String(err)}`);
-      }
-      log(`built ${name} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
-    }
-    await rm(dir, { recursive: true, force: true });
-    await rename(tmp, dir);
-  } finally {
-    await rm(tmp, { recursive: true, force: true });
-  }
-  return { ...result, source: 'built' };
+  // Kubernetes stamps its version through ldflags (as its own build does), so `--version` tells the truth.
+  const kubeLdflags = `-s -w -X k8s.io/component-base/version.gitVersion=${versions.kubernetes} -X k8s.io/client-go/pkg/version.gitVersion=${versions.kubernetes}`;
+  const how = await ensureGoBuild({
+    what: `the test control plane (Kubernetes ${versions.kubernetes}, etcd ${versions.etcd})`,
+    takes: 'about 7 minutes on 2 cores',
+    moduleDir,
+    dir,
+    targets: [
+      { name: 'etcd', pkg: 'go.etcd.io/etcd/server/v3' },
+      { name: 'kube-apiserver', pkg: 'k8s.io/kubernetes/cmd/kube-apiserver', ldflags: kubeLdflags },
+      { name: 'kubectl', pkg: 'k8s.io/kubernetes/cmd/kubectl', ldflags: kubeLdflags },
+    ],
+    withoutGo: 'or set KUBEBUILDER_ASSETS to a folder with etcd, kube-apiserver and kubectl',
+    log,
+  });
+  return { ...result, source: how };
 }

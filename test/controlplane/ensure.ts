@@ -1,17 +1,14 @@
-// `npm run controlplane`: builds (once) or finds the test binaries and says which ones: the control
-// plane (etcd, kube-apiserver, kubectl) and krew, for the krew installation test.
-import { ensureKrew } from '../krew/krew.ts';
+// `npm run controlplane`, and the first step of `npm start` and `npm run test:integration`: finds or
+// builds (once) the test control plane (etcd, kube-apiserver, kubectl) and says which one is used.
+// Only that: krew and the health-check runner are built where they are used (see test/setup.ts).
 import { ensureBinaries } from './binaries.ts';
 
 try {
   const started = Date.now();
-  const b = await ensureBinaries((line) => console.error(line));
+  const b = await ensureBinaries();
   console.error(
     `control plane: Kubernetes ${b.kubernetesVersion}, etcd ${b.etcdVersion} (${b.source}: ${b.dir}) ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
-  const k = Date.now();
-  const krew = await ensureKrew();
-  console.error(`krew: ${krew} ready in ${((Date.now() - k) / 1000).toFixed(1)} s`);
 } catch (err) {
   console.error(`error: ${(err as Error).message}`);
   process.exit(1);

@@ -2,7 +2,7 @@
 // ports, RBAC on, with the identities the programs have in production:
 //   admin       static token, group system:masters
 //   nobody      static token, no bindings at all
-//   controller  a token of ServiceAccount node-disks-system/node-disks-controller (TokenRequest)
+//   controller  a token of ServiceAccount node-disks-system/node-disks-operator (TokenRequest)
 //   agent(node) a token of ServiceAccount node-disks-system/node-disks-agent bound to a Node object,
 //               so it carries authentication.kubernetes.io/node-name like a projected token on that node
 // Each identity gets its own kubeconfig file; kubectl and @kubernetes/client-node use them as they are.
@@ -19,7 +19,7 @@ import { dump } from 'js-yaml';
 import { ensureBinaries, type ControlPlaneBinaries } from '../controlplane/binaries.ts';
 import { ServerProcess } from './process.ts';
 
-import { REPO_ROOT } from './paths.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 export { REPO_ROOT };
 export const SYSTEM_NAMESPACE = 'node-disks-system';
 
@@ -270,7 +270,7 @@ export class ControlPlane {
   async controller(): Promise<Identity> {
     const existing = this.identities.get('controller');
     if (existing) return existing;
-    return await this.persist(this.writeIdentity('controller', await this.serviceAccountToken('node-disks-controller')));
+    return await this.persist(this.writeIdentity('controller', await this.serviceAccountToken('node-disks-operator')));
   }
 
   /** Creates the Node object if needed and returns the agent identity bound to it. */

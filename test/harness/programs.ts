@@ -2,7 +2,7 @@
 // identity (kubeconfig), as they run in a cluster. Used by the flow tests and by the demo (`npm start`).
 import { mkdir, open, readFile, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
-import { REPO_ROOT } from './paths.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { ServerProcess } from './process.ts';
 import type { ControlPlane } from './controlplane.ts';
 

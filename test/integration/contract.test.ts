@@ -1,6 +1,6 @@
 // The NodeDisk contract on a real kube-apiserver: the CRD from kustomize/crd installs, the API server
 // itself rejects bad NodeDisks with a clear message, identity is immutable, field selectors work,
-// kubectl prints the seed's columns, and field managers split ownership as DESIGN.md says.
+// kubectl prints the seed's columns, and field managers split ownership as docs/design.md says.
 import test from 'ava';
 import { FIELD_MANAGER } from '../../api/constants.ts';
 import { labelValue, nodeDiskName } from '../../api/names.ts';

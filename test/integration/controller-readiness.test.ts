@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { FIELD_MANAGER, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
-import { REPO_ROOT } from '../harness/paths.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { startController, type Program } from '../harness/programs.ts';
 import { eventually } from '../harness/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
@@ -44,7 +44,7 @@ test.serial('a controller whose writes are refused is not ready, says why, and r
   await eventually('ready, as the leader at work', async () => (await readyz(p)).status === 200);
 
   // Take `patch` away from the controller: it can still watch, but no longer write.
-  await kubectl('patch', 'clusterrole', 'node-disks-controller', '--type=json', '-p', JSON.stringify([
+  await kubectl('patch', 'clusterrole', 'node-disks-operator', '--type=json', '-p', JSON.stringify([
     { op: 'replace', path: '/rules/0/verbs', value: ['get', 'list', 'watch'] },
     { op: 'replace', path: '/rules/1/verbs', value: ['get'] },
   ]));

@@ -9,7 +9,7 @@ import test from 'ava';
 import { load, loadAll } from 'js-yaml';
 import { nodeDiskName } from '../../api/names.ts';
 import { runKubectl } from '../harness/controlplane.ts';
-import { REPO_ROOT } from '../harness/paths.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { Program, seedDisks } from '../harness/programs.ts';
 import { eventually } from '../harness/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';

@@ -31,7 +31,7 @@ test('the agent token is the agent ServiceAccount, bound to its Node', async (t)
 
 test('the controller token is the controller ServiceAccount', async (t) => {
   const user = await whoami(restFor(await controlPlane().controller()));
-  t.is(user.username, 'system:serviceaccount:node-disks-system:node-disks-controller');
+  t.is(user.username, 'system:serviceaccount:node-disks-system:node-disks-operator');
 });
 
 test('the admin is in system:masters', async (t) => {

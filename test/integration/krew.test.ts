@@ -10,13 +10,15 @@ import test from 'ava';
 import { load } from 'js-yaml';
 import { PLATFORMS, release } from '../../scripts/release.ts';
 import { ensureKrew } from '../krew/krew.ts';
-import { REPO_ROOT } from '../harness/paths.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { useControlPlane } from './_controlplane.ts';
 
 const run = promisify(execFile);
 const controlPlane = useControlPlane(test);
 
 test('krew installs the released archive and kubectl runs it against the cluster', async (t) => {
+  // krew is built from Go modules on this test's first run (a minute or more), cached afterwards.
+  t.timeout(20 * 60_000, 'building krew and installing with it took more than 20 minutes');
   const work = await mkdtemp(join(tmpdir(), 'nodedisks-krew-'));
   try {
     const host = PLATFORMS.find((p) => p.id === 'linux-amd64')!;

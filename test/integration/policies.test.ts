@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, RECOVERED_OWNER } from '../../api/constants.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
-import { REPO_ROOT } from '../harness/paths.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 

@@ -11,7 +11,7 @@ import test from 'ava';
 import { FINALIZER, RECOVERED_OWNER } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { REPO_ROOT } from '../harness/paths.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
 import { eventually } from '../harness/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';

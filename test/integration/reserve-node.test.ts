@@ -10,7 +10,7 @@ import { FIELD_MANAGER } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
-import { REPO_ROOT } from '../harness/paths.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

@@ -10,7 +10,7 @@ import test from 'ava';
 import { FIELD_MANAGER } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
-import { REPO_ROOT } from '../harness/paths.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { eventually } from '../harness/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 

@@ -1,36 +1,33 @@
 // Builds (once, cached by version) the krew binary from the Go module sigs.k8s.io/krew pinned in
-// go.mod beside this file, for the test that installs the plugin with krew itself.
-import { execFile } from 'node:child_process';
-import { access, constants, mkdir, readFile, rename } from 'node:fs/promises';
+// go.mod beside this file, for the test that installs the plugin with krew itself. Only that test
+// needs it, so it is built on its first use there (or by `npm run setup`), never for the demo.
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { cacheRoot } from '../controlplane/binaries.ts';
+import { cacheRoot } from '../../scripts/lib/paths.ts';
+import { ensureGoBuild, goPlatform } from '../harness/gobuild.ts';
 
-const run = promisify(execFile);
 const moduleDir = fileURLToPath(new URL('.', import.meta.url));
 
-export async function ensureKrew(): Promise<string> {
+export async function krewVersion(): Promise<string> {
   const gomod = await readFile(join(moduleDir, 'go.mod'), 'utf8');
-  const version = /sigs\.k8s\.io\/krew (v\S+)/.exec(gomod)?.[1] ?? 'unknown';
-  const bin = join(cacheRoot(), 'krew', `krew-${version}-${process.platform}-${process.arch}`);
-  try {
-    await access(bin, constants.X_OK);
-    return bin;
-  } catch {
-    // not cached yet
-  }
-  await mkdir(join(cacheRoot(), 'krew'), { recursive: true });
-  const tmp = `${bin}.tmp-${process.pid}`;
-  try {
-    await run('go', ['build', '-o', tmp, 'sigs.k8s.io/krew/cmd/krew'], {
-      cwd: moduleDir,
-      env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -trimpath -buildvcs=false' },
-      maxBuffer: 16 * 1024 * 1024,
-    });
-  } catch (err) {
-    throw new Error(`building krew ${version} failed (Go is needed once): ${(err as { stderr?: string }).stderr ?? err}`);
-  }
-  await rename(tmp, bin);
-  return bin;
+  const version = /sigs\.k8s\.io\/krew (v\S+)/.exec(gomod)?.[1];
+  if (!version) throw new Error(`${join(moduleDir, 'go.mod')} does not require sigs.k8s.io/krew`);
+  return version;
+}
+
+/** The path of the krew binary, built first if the cache does not have it. */
+export async function ensureKrew(log?: (line: string) => void): Promise<string> {
+  const version = await krewVersion();
+  const { os, arch } = goPlatform();
+  const dir = join(cacheRoot(), 'krew', `krew-${version}-${os}-${arch}`);
+  await ensureGoBuild({
+    what: `krew ${version} (for the krew installation test)`,
+    takes: '1 to 3 minutes',
+    moduleDir,
+    dir,
+    targets: [{ name: 'krew', pkg: 'sigs.k8s.io/krew/cmd/krew' }],
+    log,
+  });
+  return join(dir, 'krew');
 }

@@ -3,7 +3,7 @@ import test from 'ava';
 import { crdYaml, CRD_FILE } from '../../api/crd-yaml.ts';
 import { nodeDiskSchema, type SchemaProps } from '../../api/v1alpha1/schema.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { REPO_ROOT } from '../harness/paths.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { fullNodeDisk } from '../fixtures/nodedisks.ts';
 
 test('the committed CRD is what api/v1alpha1/schema.ts generates (run npm run generate)', (t) => {

@@ -1,0 +1,35 @@
+// `npm run setup [-- NAME…]`: optional. Builds now, instead of on first use, what the commands build
+// from Go modules: the control plane (npm start, npm test), the health-check runner and krew (npm test).
+//   node test/setup.ts                    all three
+//   node test/setup.ts krew healthcheck   only those
+import { ensureBinaries } from './controlplane/binaries.ts';
+import { ensureHealthcheck } from './healthcheck/healthcheck.ts';
+import { ensureKrew } from './krew/krew.ts';
+
+const tools: Record<string, () => Promise<string>> = {
+  controlplane: async () => {
+    const b = await ensureBinaries();
+    return `Kubernetes ${b.kubernetesVersion}, etcd ${b.etcdVersion} (${b.source}: ${b.dir})`;
+  },
+  healthcheck: () => ensureHealthcheck(),
+  krew: () => ensureKrew(),
+};
+
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((n) => !(n in tools));
+if (unknown.length > 0) {
+  console.error(`error: unknown ${unknown.join(', ')}; choose from ${Object.keys(tools).join(', ')} (none: all)`);
+  process.exit(2);
+}
+let failed = false;
+for (const name of wanted.length > 0 ? wanted : Object.keys(tools)) {
+  const started = Date.now();
+  try {
+    const what = await tools[name]!();
+    console.error(`${name}: ${what} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  } catch (err) {
+    console.error(`error: ${name}: ${(err as Error).message}`);
+    failed = true;
+  }
+}
+process.exit(failed ? 1 : 0);
