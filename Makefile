@@ -27,7 +27,13 @@ deploy: ## Install NodeDisks (CRD, RBAC, policies, controller, agents, seeder)
 	kubectl -n node-disks-system rollout status deployment/node-disks-operator --timeout=120s
 	kubectl -n node-disks-system rollout status daemonset/node-disks-agent --timeout=120s
 
-undeploy: ## Remove NodeDisks (the CRD too: NodeDisks are deleted, disk files on the nodes are not)
+undeploy: ## Remove NodeDisks (the CRD too); refuses while reservations exist (README: Uninstall)
+	@held=$$(kubectl get nodedisks -o jsonpath='{range .items[?(@.metadata.finalizers)]}{.metadata.name}{" "}{end}' 2>/dev/null || true); \
+	if [ -n "$$held" ]; then \
+	  echo "error: these NodeDisks hold reservations on their nodes: $$held" >&2; \
+	  echo "release them (kubectl nodedisks release NAME --force) or keep them on the nodes by removing their finalizers, as README.md says under Install on a real cluster (uninstalling); then run make undeploy again" >&2; \
+	  exit 1; \
+	fi
 	kubectl delete --ignore-not-found -k $(OVERLAY)
 
 minikube-delete: ## Delete the minikube cluster
