@@ -1,7 +1,7 @@
 // Bad flags of the real processes (both daemons and the bundled plugin): a clear message naming the flag
 // and the fix, exit 2, and never a stack trace. No cluster is needed: every case fails before any API call.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +25,7 @@ function run(file: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise
 
 // A kubeconfig pointing at nothing: the daemons load it at start-up but fail on their flags before using it.
 const dir = mkdtempSync(join(tmpdir(), 'nodedisks-usage-'));
+test.after.always(() => rmSync(dir, { recursive: true, force: true }));
 const kubeconfig = join(dir, 'kubeconfig');
 writeFileSync(
   kubeconfig,

@@ -1,7 +1,7 @@
 // Our kubeconfig loader against kubectl's rules, cross-checked with @kubernetes/client-node's loader on
 // the same files (the reference implementation we replaced for start-up time, docs/adr/0008).
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -10,6 +10,7 @@ import { dump } from 'js-yaml';
 import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'nodedisks-kubeconfig-'));
+test.after.always(() => rmSync(dir, { recursive: true, force: true }));
 const caPem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
 writeFileSync(join(dir, 'ca.crt'), caPem);
 

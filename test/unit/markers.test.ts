@@ -1,12 +1,20 @@
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { discover } from '../../agent/discover.ts';
 import { ensureMarker, markerState, removeMarker } from '../../agent/markers.ts';
 
-const dir = () => mkdtemp(join(tmpdir(), 'nodedisks-markers-'));
+const made: string[] = [];
+const dir = async () => {
+  const d = await mkdtemp(join(tmpdir(), 'nodedisks-markers-'));
+  made.push(d);
+  return d;
+};
+test.after.always(async () => {
+  for (const d of made) await rm(d, { recursive: true, force: true });
+});
 
 test('ensureMarker writes "reserved\\n" once, leaves no temp files, and removeMarker removes it', async (t) => {
   const d = await dir();

@@ -1,6 +1,6 @@
 // kubectl nodedisks error paths against nock: each API failure becomes a message that names the cause
 // and the fix, with its own exit code.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -11,15 +11,17 @@ import type { Io } from '../../plugin/context.ts';
 
 const SERVER = 'https://k8s.plugin.test:6443';
 const savedKubeconfig = process.env.KUBECONFIG;
+const temp = mkdtempSync(join(tmpdir(), 'plugin-unit-'));
 
 test.before(() => {
   nock.disableNetConnect();
   // No kubeconfig on this machine may leak into the tests: --server and --token say everything.
-  process.env.KUBECONFIG = join(mkdtempSync(join(tmpdir(), 'plugin-unit-')), 'none');
+  process.env.KUBECONFIG = join(temp, 'none');
 });
 test.afterEach.always(() => nock.cleanAll());
 test.after.always(() => {
   nock.enableNetConnect();
+  rmSync(temp, { recursive: true, force: true });
   if (savedKubeconfig === undefined) delete process.env.KUBECONFIG;
   else process.env.KUBECONFIG = savedKubeconfig;
 });
@@ -184,7 +186,7 @@ test.serial('usage errors: exit 2 with the fix', async (t) => {
 });
 
 test.serial('gitops refuses bad names and overlays with a namespace', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'gitops-unit-'));
+  const dir = mkdtempSync(join(temp, 'gitops-'));
   const bad = await plugin('gitops', 'reserve', '../etc/passwd', '--dir', dir);
   t.is(bad.code, 2);
   t.regex(bad.err, /"\.\.\/etc\/passwd" is not a NodeDisk name/);
