@@ -1,0 +1,201 @@
+// Differential tests with kubectl as the oracle: the same arguments through `kubectl get nodedisks …`
+// and `kubectl nodedisks list …` (the bundled plugin, found on PATH by the real kubectl), on the real
+// API server, must print the same text. Only AGE values are masked (both sides), since the two runs
+// happen a moment apart. Error cases compare stderr too, and success or failure of the exit code (the
+// plugin keeps its documented distinct non-zero codes, e.g. 3 for not found, where kubectl exits 1).
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { FIELD_MANAGER, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { nodeDiskName } from '../../api/names.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { REPO_ROOT } from '../harness/paths.ts';
+import { eventually } from '../harness/wait.ts';
+import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
+
+const controlPlane = useControlPlane(test);
+const BIN = join(REPO_ROOT, 'dist', 'bin');
+const work = mkdtempSync(join(tmpdir(), 'nodedisks-parity-'));
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function kubectl(args: string[]): Promise<Result> {
+  return new Promise((resolve) => {
+    execFile(
+      'kubectl',
+      args,
+      { env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig }, timeout: 60_000 },
+      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+const n = nodeDiskName;
+const A1 = n('node-a', 'disk1');
+const A2 = n('node-a', 'disk2');
+const B1 = n('node-b', 'disk1');
+const C10 = n('node-c', 'disk10');
+const MISSING = n('node-z', 'disk9');
+const MiB = 1024 * 1024;
+
+interface Seed {
+  node: string;
+  disk: string;
+  /** Created by the node's agent (with its status.node) or, with no status, by an admin. */
+  status?: { phase: 'Available' | 'Reserved' | 'Error' | 'Missing'; capacityBytes?: number; message?: string };
+  labels?: Record<string, string>;
+  desired?: { state: 'Reserved'; owner: string };
+  ready?: 'True' | 'False';
+}
+
+const SEEDS: Seed[] = [
+  { node: 'node-a', disk: 'disk1', status: { phase: 'Available', capacityBytes: 64 * MiB }, ready: 'True', labels: { tier: 'fast' } },
+  { node: 'node-a', disk: 'disk2', status: { phase: 'Reserved', capacityBytes: 128 * MiB }, desired: { state: 'Reserved', owner: 'alice' }, ready: 'True', labels: { 'team.example.com/owner': 'storage', tier: 'slow' } },
+  { node: 'node-a', disk: 'disk3', status: { phase: 'Error', message: 'cannot stat' }, ready: 'False' },
+  { node: 'node-b', disk: 'disk1', status: { phase: 'Available', capacityBytes: 1024 * MiB }, labels: { 'team.example.com/owner': 'db', [LABEL_AUTO_RESERVE]: 'false' } },
+  { node: 'node-b', disk: 'disk2', status: { phase: 'Available', capacityBytes: 3 * MiB } },
+  { node: 'node-c', disk: 'disk10' },
+  { node: 'node-c', disk: 'disk9', labels: { tier: 'fast' } },
+  { node: 'node-long-name-for-wide-columns', disk: 'd', status: { phase: 'Missing' } },
+];
+
+async function seed(): Promise<void> {
+  const cp = controlPlane();
+  const admin = nodeDisksFor(cp.admin());
+  const controller = nodeDisksFor(await cp.controller());
+  for (const s of SEEDS) {
+    const name = n(s.node, s.disk);
+    if (s.status) {
+      // As the node's agent: its identity is the one the admission policies let write status.node.
+      const agent = nodeDisksFor(await cp.agent(s.node));
+      await agent.create(newNodeDisk(s.node, s.disk), { fieldManager: FIELD_MANAGER.agent });
+      await agent.applyStatus(
+        { apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name }, status: { node: { ...s.status, lastSeenTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } },
+        { fieldManager: FIELD_MANAGER.agent, force: true },
+      );
+    } else {
+      await admin.create(newNodeDisk(s.node, s.disk), { fieldManager: 'parity-test' });
+    }
+    if (s.labels || s.desired) {
+      await admin.apply(
+        { apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name, ...(s.labels ? { labels: s.labels } : {}) }, ...(s.desired ? { spec: { desired: s.desired } } : {}) },
+        { fieldManager: 'parity-test', force: true },
+      );
+    }
+    if (s.ready) {
+      await controller.applyStatus(
+        {
+          apiVersion: 'localtest.example.com/v1alpha1',
+          kind: 'NodeDisk',
+          metadata: { name },
+          status: { controller: { accepted: true, conditions: [{ type: 'Ready', status: s.ready, reason: s.ready === 'True' ? 'PhaseMatchesDesired' : 'DiskError', message: 'seeded', lastTransitionTime: '2026-01-02T03:04:05Z' }] } },
+        },
+        { fieldManager: FIELD_MANAGER.controller, force: true },
+      );
+    }
+  }
+  await eventually('all seeds listed', async () => (await admin.list()).items.length === SEEDS.length);
+}
+
+const CC_FILE = join(work, 'columns.txt');
+const JP_FILE = join(work, 'template.jsonpath');
+
+test.serial.before(async () => {
+  if (!existsSync(join(BIN, 'kubectl-nodedisks'))) throw new Error('run npm run build first (npm test does)');
+  writeFileSync(CC_FILE, 'NAME          NODE           CAPACITY\n.metadata.name .spec.nodeName .status.node.capacityBytes\n');
+  writeFileSync(JP_FILE, '{range .items[*]}{.metadata.name}{"\\t"}{.metadata.labels.localtest\\.example\\.com/disk}{"\\n"}{end}');
+  await seed();
+});
+test.after.always(() => rmSync(work, { recursive: true, force: true }));
+
+/** AGE values (45s, 3m20s, 5h, …) are the one thing the two runs may honestly disagree on. */
+const maskAges = (text: string) => text.replace(/(?<=\s|^)\d+[smhdy](\d+[smh])?(?=\s|$)/gm, '<age>');
+
+const CASES: [title: string, args: string[]][] = [
+  ['the default table', []],
+  ['-o wide (blank cells, raw capacity, AGE)', ['-o', 'wide']],
+  ['-o name', ['-o', 'name']],
+  ['-o json of everything is a List', ['-o', 'json']],
+  ['-o yaml of everything is a List', ['-o', 'yaml']],
+  ['-o json of one name is the object', [A1, '-o', 'json']],
+  ['-o yaml of one name is the object', [A2, '-o', 'yaml']],
+  ['-o json of several names is a List', [A1, B1, '-o', 'json']],
+  ['-o yaml of several names is a List', [A2, C10, '-o', 'yaml']],
+  ['one name as a table', [A1]],
+  ['a missing name in the middle: the others printed, the error after', [A1, MISSING, B1]],
+  ['a missing name in the middle, -o name', [A1, MISSING, B1, '-o', 'name']],
+  ['only a missing name', [MISSING]],
+  ['custom-columns with a filter', ['-o', 'custom-columns=NAME:.metadata.name,CAP:.status.node.capacityBytes,READY:.status.controller.conditions[?(@.type=="Ready")].status']],
+  ['custom-columns with an escaped dotted label', ['-o', 'custom-columns=NAME:.metadata.name,OWNER:.metadata.labels.team\\.example\\.com/owner,DISK:.spec.diskID']],
+  ['custom-columns-file', ['-o', `custom-columns-file=${CC_FILE}`]],
+  ['custom-columns with --no-headers', ['-o', 'custom-columns=N:.spec.nodeName,D:.spec.diskID', '--no-headers']],
+  ['jsonpath: a wildcard', ['-o', 'jsonpath={.items[*].metadata.name}']],
+  ['jsonpath: range and end with escapes', ['-o', 'jsonpath={range .items[*]}{.metadata.name}{"\\t"}{.status.node.phase}{"\\n"}{end}']],
+  ['jsonpath: \\. escapes a dotted label', ['-o', 'jsonpath={range .items[*]}{.metadata.labels.localtest\\.example\\.com/node}{" "}{end}']],
+  ['jsonpath: slice [0:2]', ['-o', 'jsonpath={.items[0:2].metadata.name}']],
+  ['jsonpath: slice [-1:]', ['-o', 'jsonpath={.items[-1:].metadata.name}']],
+  ['jsonpath: recursive descent', ['-o', 'jsonpath={..diskID}']],
+  ['jsonpath: a filter on a string', ['-o', 'jsonpath={.items[?(@.status.node.phase=="Available")].metadata.name}']],
+  ['jsonpath: a numeric filter', ['-o', 'jsonpath={.items[?(@.status.node.capacityBytes>100000000)].metadata.name}']],
+  ['jsonpath: @ inside a range', ['-o', 'jsonpath={range .items[*]}{@.metadata.name}={@.spec.nodeName}{"\\n"}{end}']],
+  ['jsonpath: a map value', ['-o', 'jsonpath={.items[1].metadata.labels}']],
+  ['jsonpath of one name applies to the object', [B1, '-o', 'jsonpath={.metadata.name} {.status.node.capacityBytes}']],
+  ['jsonpath-file', ['-o', `jsonpath-file=${JP_FILE}`]],
+  ['--sort-by a string field', ['--sort-by', '.spec.diskID']],
+  ['--sort-by a number', ['--sort-by=.status.node.capacityBytes', '-o', 'wide']],
+  ['--sort-by with -o name', ['--sort-by', '{.spec.nodeName}', '-o', 'name']],
+  ['--show-labels', ['--show-labels']],
+  ['-L label columns', ['-L', 'localtest.example.com/node,tier']],
+  ['-L twice with --show-labels and -o wide', ['-o', 'wide', '-L', 'tier', '--label-columns', 'team.example.com/owner', '--show-labels']],
+  ['--no-headers', ['--no-headers']],
+  ['--no-headers -o wide', ['--no-headers', '-o', 'wide']],
+  ['-l set-based: in', ['-l', 'tier in (fast,slow)']],
+  ['-l set-based: does not exist', ['-l', '!tier']],
+  ['-l set-based: notin and exists', ['-l', 'localtest.example.com/node notin (node-a),team.example.com/owner']],
+  ['-l with no match', ['-l', 'nothing=here']],
+  ['-l with no match, -o json', ['-l', 'nothing=here', '-o', 'json']],
+  ['--field-selector on the node', ['--field-selector', 'spec.nodeName=node-a']],
+  ['--field-selector with a comma', ['--field-selector=spec.nodeName=node-b,status.node.phase=Available']],
+  ['--field-selector !=', ['--field-selector', 'spec.desired.state!=Reserved', '-o', 'name']],
+  ['--field-selector on diskID and metadata.name', ['--field-selector', `spec.diskID=disk1,metadata.name!=${A1}`]],
+  ['--chunk-size 2: one table aligned across pages', ['--chunk-size', '2']],
+  ['--chunk-size 1 -o wide', ['--chunk-size=1', '-o', 'wide']],
+  ['-n on a cluster-scoped resource', ['-n', 'default']],
+  ['-A on a cluster-scoped resource', ['-A']],
+  ['--all-namespaces -o name', ['--all-namespaces', '-o', 'name']],
+  ['--namespace with names', ['--namespace=kube-system', A1, A2]],
+];
+
+for (const [title, args] of CASES) {
+  test.serial(`same as kubectl get: ${title}`, async (t) => {
+    // A pair run just as an age crosses a width (9s → 10s) differs in alignment only: try once more.
+    let diff: { kubectl: Result; plugin: Result } | undefined;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const want = await kubectl(['get', 'nodedisks', ...args]);
+      const got = await kubectl(['nodedisks', 'list', ...args]);
+      const same =
+        maskAges(got.stdout) === maskAges(want.stdout) && got.stderr === want.stderr && (got.code === 0) === (want.code === 0);
+      if (same) {
+        t.pass();
+        return;
+      }
+      diff = { kubectl: want, plugin: got };
+    }
+    t.is(maskAges(diff!.plugin.stdout), maskAges(diff!.kubectl.stdout), 'stdout');
+    t.is(diff!.plugin.stderr, diff!.kubectl.stderr, 'stderr');
+    t.is(diff!.plugin.code === 0, diff!.kubectl.code === 0, `exit codes: plugin ${diff!.plugin.code}, kubectl ${diff!.kubectl.code}`);
+  });
+}
+
+test.serial('-o go-template answers with a clear error naming jsonpath and custom-columns', async (t) => {
+  const r = await kubectl(['nodedisks', 'list', '-o', 'go-template={{.kind}}']);
+  t.is(r.code, 2);
+  t.regex(r.stderr, /go-template.*not supported.*jsonpath.*custom-columns/);
+});
