@@ -8,13 +8,9 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { FIELD_MANAGER, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
-import { nodeDiskName } from '../../api/names.ts';
-import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { A1, A2, B1, C10, MISSING, seed } from '../fixtures/parity-seeds.ts';
 import { REPO_ROOT } from '../harness/paths.ts';
-import { eventually } from '../harness/wait.ts';
-import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
+import { useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 const BIN = join(REPO_ROOT, 'dist', 'bin');
@@ -37,73 +33,6 @@ function kubectl(args: string[]): Promise<Result> {
   });
 }
 
-const n = nodeDiskName;
-const A1 = n('node-a', 'disk1');
-const A2 = n('node-a', 'disk2');
-const B1 = n('node-b', 'disk1');
-const C10 = n('node-c', 'disk10');
-const MISSING = n('node-z', 'disk9');
-const MiB = 1024 * 1024;
-
-interface Seed {
-  node: string;
-  disk: string;
-  /** Created by the node's agent (with its status.node) or, with no status, by an admin. */
-  status?: { phase: 'Available' | 'Reserved' | 'Error' | 'Missing'; capacityBytes?: number; message?: string };
-  labels?: Record<string, string>;
-  desired?: { state: 'Reserved'; owner: string };
-  ready?: 'True' | 'False';
-}
-
-const SEEDS: Seed[] = [
-  { node: 'node-a', disk: 'disk1', status: { phase: 'Available', capacityBytes: 64 * MiB }, ready: 'True', labels: { tier: 'fast' } },
-  { node: 'node-a', disk: 'disk2', status: { phase: 'Reserved', capacityBytes: 128 * MiB }, desired: { state: 'Reserved', owner: 'alice' }, ready: 'True', labels: { 'team.example.com/owner': 'storage', tier: 'slow' } },
-  { node: 'node-a', disk: 'disk3', status: { phase: 'Error', message: 'cannot stat' }, ready: 'False' },
-  { node: 'node-b', disk: 'disk1', status: { phase: 'Available', capacityBytes: 1024 * MiB }, labels: { 'team.example.com/owner': 'db', [LABEL_AUTO_RESERVE]: 'false' } },
-  { node: 'node-b', disk: 'disk2', status: { phase: 'Available', capacityBytes: 3 * MiB } },
-  { node: 'node-c', disk: 'disk10' },
-  { node: 'node-c', disk: 'disk9', labels: { tier: 'fast' } },
-  { node: 'node-long-name-for-wide-columns', disk: 'd', status: { phase: 'Missing' } },
-];
-
-async function seed(): Promise<void> {
-  const cp = controlPlane();
-  const admin = nodeDisksFor(cp.admin());
-  const controller = nodeDisksFor(await cp.controller());
-  for (const s of SEEDS) {
-    const name = n(s.node, s.disk);
-    if (s.status) {
-      // As the node's agent: its identity is the one the admission policies let write status.node.
-      const agent = nodeDisksFor(await cp.agent(s.node));
-      await agent.create(newNodeDisk(s.node, s.disk), { fieldManager: FIELD_MANAGER.agent });
-      await agent.applyStatus(
-        { apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name }, status: { node: { ...s.status, lastSeenTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } },
-        { fieldManager: FIELD_MANAGER.agent, force: true },
-      );
-    } else {
-      await admin.create(newNodeDisk(s.node, s.disk), { fieldManager: 'parity-test' });
-    }
-    if (s.labels || s.desired) {
-      await admin.apply(
-        { apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name, ...(s.labels ? { labels: s.labels } : {}) }, ...(s.desired ? { spec: { desired: s.desired } } : {}) },
-        { fieldManager: 'parity-test', force: true },
-      );
-    }
-    if (s.ready) {
-      await controller.applyStatus(
-        {
-          apiVersion: 'localtest.example.com/v1alpha1',
-          kind: 'NodeDisk',
-          metadata: { name },
-          status: { controller: { accepted: true, conditions: [{ type: 'Ready', status: s.ready, reason: s.ready === 'True' ? 'PhaseMatchesDesired' : 'DiskError', message: 'seeded', lastTransitionTime: '2026-01-02T03:04:05Z' }] } },
-        },
-        { fieldManager: FIELD_MANAGER.controller, force: true },
-      );
-    }
-  }
-  await eventually('all seeds listed', async () => (await admin.list()).items.length === SEEDS.length);
-}
-
 const CC_FILE = join(work, 'columns.txt');
 const JP_FILE = join(work, 'template.jsonpath');
 
@@ -111,7 +40,7 @@ test.serial.before(async () => {
   if (!existsSync(join(BIN, 'kubectl-nodedisks'))) throw new Error('run npm run build first (npm test does)');
   writeFileSync(CC_FILE, 'NAME          NODE           CAPACITY\n.metadata.name .spec.nodeName .status.node.capacityBytes\n');
   writeFileSync(JP_FILE, '{range .items[*]}{.metadata.name}{"\\t"}{.metadata.labels.localtest\\.example\\.com/disk}{"\\n"}{end}');
-  await seed();
+  await seed(controlPlane());
 });
 test.after.always(() => rmSync(work, { recursive: true, force: true }));
 
