@@ -8,7 +8,7 @@ import { printerColumns } from '../api/v1alpha1/schema.ts';
 import { age } from './format.ts';
 import { goJson, goText, goValue, sortKeys } from './goformat.ts';
 import { compileJsonpath, evaluate, JsonPathError, parsePath, relaxedPath } from './jsonpath.ts';
-import { tabwrite } from './tabwriter.ts';
+import { TabWriter } from './tabwriter.ts';
 import { usageError } from './errors.ts';
 
 /** `nodedisk.localtest.example.com/NAME`, as kubectl names an object in -o name and confirmations. */
@@ -118,7 +118,7 @@ function labelsText(labels: Record<string, string> | undefined): string {
   return keys.length ? keys.map((k) => `${k}=${labels![k]}`).join(',') : '<none>';
 }
 
-function tableRows(items: NodeDisk[], o: PrintOptions): string[][] {
+function tableRows(items: NodeDisk[], o: PrintOptions, withHeader: boolean): string[][] {
   const now = Date.now();
   const wide = o.format.kind === 'wide';
   const columns = COLUMNS.filter((c) => wide || !c.priority);
@@ -130,22 +130,37 @@ function tableRows(items: NodeDisk[], o: PrintOptions): string[][] {
     ...o.labelColumns.map((k) => nd.metadata.labels?.[k] ?? ''),
     ...(o.showLabels ? [labelsText(nd.metadata.labels)] : []),
   ]);
-  return o.noHeaders ? rows : [header, ...rows];
+  return withHeader ? [header, ...rows] : rows;
 }
 
-function customColumnRows(items: NodeDisk[], columns: Column[], noHeaders: boolean): string[][] {
+function customColumnRows(items: NodeDisk[], columns: Column[], withHeader: boolean): string[][] {
   const rows = items.map((nd) =>
     columns.map((c) => {
       const found = evaluate(withoutManagedFields(nd), c.steps);
       return found.length ? found.map(goValue).join(',') : '<none>';
     }),
   );
-  return noHeaders ? rows : [columns.map((c) => c.header), ...rows];
+  return withHeader ? [columns.map((c) => c.header), ...rows] : rows;
 }
 
-/** Prints the NodeDisks as kubectl get would; an empty table prints nothing (the caller says "No resources found"). */
-export async function printNodeDisks(items: NodeDisk[], o: PrintOptions, out: (t: string) => void): Promise<void> {
+/** What a printer remembers between the flushes of a watch: column widths, whether the header is out. */
+export class PrintState {
+  readonly tab = new TabWriter();
+  headerPrinted = false;
+  documents = 0;
+}
+
+/**
+ * Prints the NodeDisks as kubectl get would; an empty table prints nothing (the caller says "No resources
+ * found"). A watch passes the same `state` for the first list and for each event after it.
+ */
+export async function printNodeDisks(items: NodeDisk[], o: PrintOptions, out: (t: string) => void, state = new PrintState()): Promise<void> {
   const f = o.format;
+  const header = () => {
+    const want = !o.noHeaders && !state.headerPrinted && items.length > 0;
+    if (want) state.headerPrinted = true;
+    return want;
+  };
   const clean = () => items.map(withoutManagedFields);
   const doc = () => (o.single && items.length === 1 ? clean()[0] : list(clean()));
   switch (f.kind) {
@@ -153,6 +168,8 @@ export async function printNodeDisks(items: NodeDisk[], o: PrintOptions, out: (t
       out(goJson(doc(), '    ') + '\n');
       return;
     case 'yaml':
+      // kubectl separates the documents of a watch with ---.
+      if (state.documents++ > 0) out('---\n');
       out((await import('js-yaml')).dump(sortKeys(doc()), { sortKeys: true, seqNoIndent: true, quoteStyle: 'double', lineWidth: -1, noRefs: true }));
       return;
     case 'name':
@@ -167,9 +184,9 @@ export async function printNodeDisks(items: NodeDisk[], o: PrintOptions, out: (t
       }
       return;
     case 'custom-columns':
-      out(tabwrite(customColumnRows(items, f.columns, o.noHeaders)));
+      out(state.tab.format(customColumnRows(items, f.columns, header())));
       return;
     default:
-      if (items.length) out(tabwrite(tableRows(items, o)));
+      if (items.length) out(state.tab.format(tableRows(items, o, header())));
   }
 }

@@ -8,6 +8,7 @@ import type { Session } from '../context.ts';
 import { parseOutput, printNodeDisks } from '../printers.ts';
 import { hasSelection, selected, type SelectionFlags } from '../select.ts';
 import { sortItems } from '../sort.ts';
+import { watchList } from './list-watch.ts';
 import { EXIT, ReportedError, usageError } from '../errors.ts';
 
 export interface ListArgs extends SelectionFlags {
@@ -19,6 +20,8 @@ export interface ListArgs extends SelectionFlags {
   'label-columns'?: string[] | undefined;
   namespace?: string | undefined;
   'all-namespaces'?: boolean | undefined;
+  watch?: boolean | undefined;
+  'watch-only'?: boolean | undefined;
 }
 
 export const SELECTION_FLAGS: Record<string, FlagSpec> = {
@@ -50,6 +53,8 @@ export const listCommand: CommandSpec<ListArgs> = {
     'label-columns': { type: 'string', short: 'L', multiple: true, describe: 'Labels to show as columns (comma-separated or repeated)' },
     namespace: { type: 'string', short: 'n', describe: 'Accepted and ignored, as kubectl does: NodeDisks are cluster-scoped' },
     'all-namespaces': { type: 'boolean', short: 'A', default: false, describe: 'Accepted and ignored, as kubectl does: NodeDisks are cluster-scoped' },
+    watch: { type: 'boolean', short: 'w', default: false, describe: 'After listing, watch for changes and print each changed disk' },
+    'watch-only': { type: 'boolean', default: false, describe: 'Watch for changes without listing first' },
   },
   examples: [
     ['kubectl nodedisks list -o wide', 'List all disks with owner, capacity, readiness and age'],
@@ -60,6 +65,17 @@ export const listCommand: CommandSpec<ListArgs> = {
   run: async (session: Session, args: ListArgs): Promise<void> => {
     const format = parseOutput(args.output);
     if (args.names.length && hasSelection(args)) throw usageError('name disks or select them with -l/--field-selector/--node/--phase/--desired, not both');
+    const options = {
+      format,
+      single: args.names.length === 1,
+      noHeaders: args['no-headers'] ?? false,
+      showLabels: args['show-labels'] ?? false,
+      labelColumns: (args['label-columns'] ?? []).flatMap((l) => l.split(',')).filter(Boolean),
+    };
+    if (args.watch || args['watch-only']) {
+      if (args.names.length > 1) throw usageError(`watch is only supported on individual resources and resource collections, but ${args.names.length} resources were found`);
+      return await watchList(session, args.names, args, options, args['watch-only'] ?? false);
+    }
     const client = session.client();
     let items: NodeDisk[] = [];
     const errors: ApiError[] = [];
@@ -78,17 +94,7 @@ export const listCommand: CommandSpec<ListArgs> = {
       for await (const page of selected(session, args)) items.push(...page);
     }
     if (args['sort-by']) items = sortItems(items, args['sort-by']);
-    await printNodeDisks(
-      items,
-      {
-        format,
-        single: args.names.length === 1,
-        noHeaders: args['no-headers'] ?? false,
-        showLabels: args['show-labels'] ?? false,
-        labelColumns: (args['label-columns'] ?? []).flatMap((l) => l.split(',')).filter(Boolean),
-      },
-      session.io.out,
-    );
+    await printNodeDisks(items, options, session.io.out);
     if (errors.length) {
       for (const err of errors) session.io.err(serverError(err));
       throw new ReportedError('not found', EXIT.notFound);

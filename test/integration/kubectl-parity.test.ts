@@ -3,14 +3,15 @@
 // API server, must print the same text. Only AGE values are masked (both sides), since the two runs
 // happen a moment apart. Error cases compare stderr too, and success or failure of the exit code (the
 // plugin keeps its documented distinct non-zero codes, e.g. 3 for not found, where kubectl exits 1).
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { A1, A2, B1, C10, MISSING, seed } from '../fixtures/parity-seeds.ts';
+import { A1, A2, B1, B2, C10, MISSING, seed } from '../fixtures/parity-seeds.ts';
+import { eventually } from '../harness/wait.ts';
 import { REPO_ROOT } from '../harness/paths.ts';
-import { useControlPlane } from './_controlplane.ts';
+import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 const BIN = join(REPO_ROOT, 'dist', 'bin');
@@ -128,3 +129,62 @@ test.serial('-o go-template answers with a clear error naming jsonpath and custo
   t.is(r.code, 2);
   t.regex(r.stderr, /go-template.*not supported.*jsonpath.*custom-columns/);
 });
+
+/** A long-running `kubectl …` whose output is collected as it comes. */
+function follow(args: string[]): { child: ChildProcess; out: () => string } {
+  const child = spawn('kubectl', args, { env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig } });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  return { child, out: () => out };
+}
+
+const lineCount = (text: string) => text.split('\n').length - 1;
+
+const WATCHES: [title: string, args: string[]][] = [
+  ['-w: the table, then a row per change, lined up', ['-w', '-o', 'wide']],
+  ['--watch-only: a header and a row per change', ['--watch-only']],
+  ['-w -o yaml of a selection: each object a document', ['-w', '-o', 'yaml', '-l', 'tier=slow']],
+];
+
+/** Watches of NodeDisks open right now (the API server's own gauge). */
+async function openWatches(): Promise<number> {
+  const metrics = await controlPlane().kubectl(controlPlane().admin(), ['get', '--raw', '/metrics']);
+  return metrics
+    .split('\n')
+    .filter((l) => l.startsWith('apiserver_longrunning_requests{') && l.includes('resource="nodedisks"') && l.includes('verb="WATCH"'))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+for (const [title, args] of WATCHES) {
+  test.serial(`same as kubectl get: ${title}`, async (t) => {
+    const admin = nodeDisksFor(controlPlane().admin());
+    const baseline = await openWatches();
+    const want = follow(['get', 'nodedisks', ...args]);
+    const got = follow(['nodedisks', 'list', ...args]);
+    try {
+      // Both are watching (so both have listed) before anything changes.
+      await eventually('both watching', async () => (await openWatches()) >= baseline + 2, 30_000).catch((err: Error) => {
+        throw new Error(`${err.message}\nkubectl printed:\n${want.out()}\nthe plugin printed:\n${got.out()}`);
+      });
+      const printed = [lineCount(want.out()), lineCount(got.out())] as const;
+      // A longer owner than any before: the new row must widen its column the way kubectl does.
+      await admin.apply({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name: A2 }, spec: { desired: { state: 'Reserved', owner: 'an-owner-with-a-long-name' } } }, { fieldManager: 'parity-test', force: true });
+      await admin.apply({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name: B2, labels: { tier: 'slow' } } }, { fieldManager: 'parity-watch', force: true });
+      // Both printed both changes and, a multi-line object being written in pieces, agree (or time runs out).
+      await eventually(
+        'both printed the changes',
+        async () => lineCount(want.out()) > printed[0] + 1 && lineCount(got.out()) > printed[1] + 1 && maskAges(got.out()) === maskAges(want.out()),
+        30_000,
+      ).catch(() => undefined);
+      t.true(lineCount(want.out()) > printed[0] + 1, `kubectl printed the changes: ${want.out()}`);
+      t.is(maskAges(got.out()), maskAges(want.out()));
+    } finally {
+      want.child.kill();
+      got.child.kill();
+      await admin.apply({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name: A2 }, spec: { desired: { state: 'Reserved', owner: 'alice' } } }, { fieldManager: 'parity-test', force: true });
+      await admin.apply({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name: B2 } }, { fieldManager: 'parity-watch', force: true });
+      await eventually('both watches closed', async () => (await openWatches()) <= baseline, 30_000);
+    }
+  });
+}
