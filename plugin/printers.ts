@@ -60,7 +60,7 @@ export function parseOutput(o: string | undefined): OutputFormat {
     case 'custom-columns': {
       const pairs = arg.split(',').map((spec): [string, string] => {
         const colon = spec.indexOf(':');
-        if (colon < 0) throw usageError(`-o custom-columns: expected HEADER:PATH, got ${JSON.stringify(spec)}; e.g. custom-columns=NAME:.metadata.name,NODE:.spec.nodeName`);
+        if (colon < 0) throw usageError(`unexpected custom-columns spec: ${spec}, expected <header>:<json-path-expr>`);
         return [spec.slice(0, colon), spec.slice(colon + 1)];
       });
       return customColumns(pairs);

@@ -101,6 +101,15 @@ const CASES: [title: string, args: string[]][] = [
   ['-A on a cluster-scoped resource', ['-A']],
   ['--all-namespaces -o name', ['--all-namespaces', '-o', 'name']],
   ['--namespace with names', ['--namespace=kube-system', A1, A2]],
+  ['-o=FORMAT, as pflag reads it, with a union [0,2]', ['-o=jsonpath={.items[0,2].metadata.name}']],
+  ["jsonpath: ['key'] after a wildcard", ['-o', "jsonpath={.items[*].status.node['capacityBytes']}"]],
+  ['jsonpath: an existence filter', ['-o', 'jsonpath={.items[?(@.status.node.capacityBytes)].metadata.name}']],
+  ['jsonpath: [-1] and a slice with a step', ['-o', 'jsonpath={.items[-1].spec.diskID}{.items[0:6:2].spec.diskID}']],
+  ['custom-columns: a wildcard and a map', ['-o', 'custom-columns=NAME:.metadata.name,TYPES:.status.controller.conditions[*].type,ALL:.spec.desired']],
+  ['--show-labels=true and --no-headers=false', ['--show-labels=true', '--no-headers=false']],
+  ['a bad custom-columns spec', ['-o', 'custom-columns=BAD']],
+  ['--sort-by a label, -o wide --no-headers', ['--sort-by=.metadata.labels.tier', '-o', 'wide', '--no-headers']],
+  ['-l=SELECTOR, as pflag reads it', ['-l=tier']],
 ];
 
 for (const [title, args] of CASES) {
