@@ -52,15 +52,48 @@ export const GLOBAL_FLAGS: Record<string, FlagSpec> = {
   help: { type: 'boolean', short: 'h', describe: 'Help for the command' },
 };
 
+/**
+ * kubectl's (pflag's) flag forms that node:util's parseArgs reads differently: `-o=json` (parseArgs would
+ * take "=json" as the value) and `--flag=true|false` on a boolean flag (parseArgs refuses a value).
+ */
+function pflagForms(argv: string[], flags: Record<string, FlagSpec>): { args: string[]; explicitFalse: string[] } {
+  const args: string[] = [];
+  const explicitFalse: string[] = [];
+  const byShort = new Map(Object.entries(flags).filter(([, f]) => f.short).map(([name, f]) => [f.short!, { name, f }]));
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') {
+      args.push(...argv.slice(i));
+      break;
+    }
+    const short = /^-([A-Za-z])=(.*)$/s.exec(a);
+    if (short && byShort.get(short[1]!)?.f.type === 'string') {
+      args.push(`-${short[1]}`, short[2]!);
+      continue;
+    }
+    const bool = /^--([A-Za-z0-9-]+)=(true|false)$/.exec(a) ?? /^-([A-Za-z])=(true|false)$/.exec(a);
+    const name = bool ? (bool[1]!.length === 1 ? byShort.get(bool[1]!)?.name : bool[1]!) : undefined;
+    if (bool && name && flags[name]?.type === 'boolean') {
+      if (bool[2] === 'true') args.push(`--${name}`);
+      else explicitFalse.push(name);
+      continue;
+    }
+    args.push(a);
+  }
+  return { args, explicitFalse };
+}
+
 /** Parses argv for one command: flags (its own and the global ones) and named positionals. */
 export function parseCommand(spec: CommandSpec, argv: string[]): Record<string, unknown> {
   const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {};
   for (const [name, f] of Object.entries({ ...GLOBAL_FLAGS, ...spec.flags })) {
     options[name] = { type: f.type, ...(f.short ? { short: f.short } : {}), ...(f.multiple ? { multiple: true } : {}) };
   }
+  const { args: normalized, explicitFalse } = pflagForms(argv, { ...GLOBAL_FLAGS, ...spec.flags });
   let parsed: ReturnType<typeof parseArgs>;
   try {
-    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: normalized, options, allowPositionals: true, strict: true });
+    for (const name of explicitFalse) parsed.values[name] = false;
   } catch (err) {
     const msg = (err as Error).message.replace(/\. To specify a positional argument.*$/s, '');
     throw usageError(`${msg}\nSee 'kubectl nodedisks ${spec.name} --help'.`);

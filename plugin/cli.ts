@@ -7,7 +7,7 @@ import { releaseCommand, reserveCommand } from './commands/reserve.ts';
 import { statusCommand } from './commands/status.ts';
 import { waitCommand } from './commands/wait.ts';
 import { Session, type GlobalFlags, type Io } from './context.ts';
-import { describeError, EXIT, usageError } from './errors.ts';
+import { describeError, EXIT, ReportedError, usageError } from './errors.ts';
 import { versionLine } from './version.ts';
 
 const completionCommand: CommandSpec<{ shell?: string }> = {
@@ -85,7 +85,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return EXIT.ok;
   } catch (err) {
     const { message, exitCode } = describeError(err);
-    io.err(`error: ${message}\n`);
+    if (!(err instanceof ReportedError)) io.err(`error: ${message}\n`);
     return exitCode;
   } finally {
     session?.close();

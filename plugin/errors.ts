@@ -24,6 +24,9 @@ export class PluginError extends Error {
   }
 }
 
+/** A failure whose message the command has already written to stderr (as kubectl words it): exit only. */
+export class ReportedError extends PluginError {}
+
 export const usageError = (message: string) => new PluginError(message, EXIT.usage);
 
 /** Managers named in a server-side apply conflict ("conflict with \"argocd-controller\" …"). */

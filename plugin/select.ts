@@ -11,6 +11,8 @@ export interface SelectionFlags {
   node?: string | undefined;
   phase?: string | undefined;
   desired?: string | undefined;
+  /** kubectl's --field-selector, over the CRD's selectable fields; ANDed with --node/--phase/--desired. */
+  'field-selector'?: string | undefined;
   'chunk-size'?: number | undefined;
 }
 
@@ -29,6 +31,7 @@ export function fieldSelector(f: SelectionFlags): string | undefined {
     if (!isDesiredState(f.desired)) throw usageError(`--desired must be one of ${DESIRED_STATES.join(', ')}, got ${JSON.stringify(f.desired)}`);
     parts.push(`spec.desired.state=${f.desired}`);
   }
+  if (f['field-selector'] !== undefined && f['field-selector'] !== '') parts.push(f['field-selector']);
   return parts.length ? parts.join(',') : undefined;
 }
 
@@ -45,7 +48,7 @@ function selectorError(err: unknown, selector: string | undefined): never {
 }
 
 export function hasSelection(f: SelectionFlags): boolean {
-  return f.selector !== undefined || f.node !== undefined || f.phase !== undefined || f.desired !== undefined;
+  return f.selector !== undefined || f.node !== undefined || f.phase !== undefined || f.desired !== undefined || f['field-selector'] !== undefined;
 }
 
 /** Streams matching NodeDisks a page at a time (`--chunk-size`, 500 by default, like kubectl). */

@@ -69,14 +69,17 @@ test.serial('list prints kubectl tables, selections and the other formats', asyn
   t.is(table.stdout.trim().split('\n').length, 7);
   const wide = await nd('get', '-o', 'wide', '--node', 'node-p1');
   t.regex(wide.stdout, /^NAME\s+NODE\s+DISK\s+DESIRED\s+PHASE\s+OWNER\s+CAPACITY\s+READY\s+AGE\n/);
-  t.regex(wide.stdout, /node-disk-node-p1-disk1\s+node-p1\s+disk1\s+Available\s+Available\s+<none>\s+64Mi\s+True\s+\d+s/);
+  // As kubectl prints it: a blank OWNER, the capacity in bytes (test/integration/kubectl-parity.test.ts).
+  t.regex(wide.stdout, /node-disk-node-p1-disk1\s+node-p1\s+disk1\s+Available\s+Available\s+67108864\s+True\s+\d+s/);
   t.is(wide.stdout.trim().split('\n').length, 4);
   const names = await nd('list', '-l', 'localtest.example.com/node=node-p2', '-o', 'name', '--chunk-size', '1');
   t.deepEqual(names.stdout.trim().split('\n'), [1, 2, 3].map((i) => `nodedisk.localtest.example.com/node-disk-node-p2-disk${i}`));
   const jp = await nd('list', '--node', 'node-p1', '-o', 'jsonpath={range .items[*]}{.spec.diskID}={.status.node.capacityBytes}{"\\n"}{end}');
   t.is(jp.stdout, 'disk1=67108864\ndisk2=67108864\ndisk3=67108864\n');
-  const json = JSON.parse((await nd('get', name('node-p1', 'disk1'), '-o', 'json')).stdout) as { items: { spec: { diskID: string } }[] };
-  t.is(json.items[0]?.spec.diskID, 'disk1');
+  // One name: the object itself, as kubectl prints it.
+  const json = JSON.parse((await nd('get', name('node-p1', 'disk1'), '-o', 'json')).stdout) as { kind: string; spec: { diskID: string } };
+  t.is(json.kind, 'NodeDisk');
+  t.is(json.spec.diskID, 'disk1');
   const none = await nd('list', '--phase', 'Missing');
   t.is(none.code, 0);
   t.is(none.stdout, '');

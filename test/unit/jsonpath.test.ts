@@ -14,9 +14,19 @@ test('kubectl JSONPath: fields, wildcards, indexes, filters and ranges', (t) => 
   t.is(jsonpath('{.items[1].metadata.name}', data), 'b');
   t.is(jsonpath('{.items[0].status.conditions[?(@.type=="Ready")].status}', data), 'True');
   t.is(jsonpath('{range .items[*]}{.metadata.name}:{.status.conditions[0].status}{"\\n"}{end}', data), 'a:True\nb:False\n');
-  t.is(jsonpath('name={.items[0].metadata.name}\\n', data), 'name=a\n');
-  t.throws(() => jsonpath('{.items[}', data), { message: /unsupported JSONPath expression/ });
+  // As kubectl: text outside {…} is printed as is; escapes work in {"quoted"} strings.
+  t.is(jsonpath('name={.items[0].metadata.name}\\n{"\\t|"}', data), 'name=a\\n\t|');
+  t.is(jsonpath('{.items[*].metadata.labels.example\\.com/team}', { items: [{ metadata: { labels: { 'example.com/team': 'db' } } }] }), 'db');
+  t.is(jsonpath('{.items[0:2].metadata.name} {.items[-1:].metadata.name} {.items[0,1].metadata.name}', data), 'a b b a b');
+  t.is(jsonpath('{..type}', data), 'Ready Accepted Ready');
+  t.is(jsonpath('{.items[?(@.status.conditions[0].status=="False")].metadata.name}', data), 'b');
+  t.is(jsonpath('{.n[?(@ > 2)]} {.n[?(@.x)]}', { n: [1, 3, 5] }), '3 5 ');
+  t.is(jsonpath('{range .items[*]}{@.metadata.name}{end}', data), 'ab');
+  t.is(jsonpath('{.items[0].metadata}', data), '{"name":"a"}');
+  t.throws(() => jsonpath('{.items[}', data), { message: /unterminated array/ });
+  t.throws(() => jsonpath('{.items[9]}', data), { message: /array index out of bounds: index 9, length 2/ });
   t.throws(() => jsonpath('{range .items[*]}x', data), { message: /\{range\} without \{end\}/ });
+  t.throws(() => jsonpath('{end}', data), { message: /not in range, nothing to end/ });
 });
 
 test('ages, sizes and tables read like kubectl', (t) => {
