@@ -54,3 +54,32 @@ test.serial('the controller writes the status of a new disk once, after the agen
   t.true(writes.length <= DISKS + 2, `${writes.length} controller status writes for ${DISKS} new disks; expected one each`);
   t.true(writes.every((w) => w.responseStatus?.code === 200), 'none refused');
 });
+
+const scans = async (agent: Program) => {
+  const port = await eventually(`${agent.name} http port`, async () => Number(/"httpPort":(\d+)/.exec(agent.logs(Number.MAX_SAFE_INTEGER))?.[1]) || undefined);
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Number(/^nodedisks_agent_scan_duration_seconds_count (\d+)$/m.exec(text)?.[1] ?? NaN);
+};
+
+test.serial('a new, grown or removed disk file is acted on from its own file-system event, without a full rescan of the dir', async (t) => {
+  const cp = controlPlane();
+  const node = 'node-events';
+  const DISKS = 300;
+  const diskDir = join(work, node);
+  await seedDisks(diskDir, DISKS, 1024 * 1024);
+  // A rescan period far longer than the test: any scan after the first is one an event caused.
+  const agent = await startAgent(cp, { node, diskDir, logDir: join(work, 'logs'), rescanInterval: '30m' });
+  started.push(agent);
+  await eventually(`${DISKS} disks Available`, async () => (await client().list({ fieldSelector: `spec.nodeName=${node},status.node.phase=Available` })).items.length === DISKS, 120_000);
+  const before = await scans(agent);
+  t.is(before, 1, 'one scan at start');
+
+  const name = nodeDiskName(node, 'fresh');
+  writeFileSync(join(diskDir, 'fresh.img'), Buffer.alloc(4096));
+  await eventually('the new file is Available', async () => (await client().get(name)).status?.node?.phase === 'Available', 30_000, 20);
+  writeFileSync(join(diskDir, 'fresh.img'), Buffer.alloc(8192));
+  await eventually('its growth is reported', async () => (await client().get(name)).status?.node?.capacityBytes === 8192, 30_000, 20);
+  await rm(join(diskDir, 'fresh.img'));
+  await eventually('its removal is reported', async () => (await client().get(name)).status?.node?.phase === 'Missing', 30_000, 20);
+  t.is(await scans(agent), before, 'no full rescan was needed');
+});
