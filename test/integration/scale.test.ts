@@ -6,7 +6,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { FIELD_MANAGER } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
+import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { REPO_ROOT } from '../harness/paths.ts';
 import { seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
 import { eventually } from '../harness/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
@@ -53,6 +58,7 @@ test.serial('the controller writes the status of a new disk once, after the agen
   t.log(`${writes.length} controller status writes for ${DISKS} new disks`);
   t.true(writes.length <= DISKS + 2, `${writes.length} controller status writes for ${DISKS} new disks; expected one each`);
   t.true(writes.every((w) => w.responseStatus?.code === 200), 'none refused');
+  await Promise.all(started.map((p) => p.stop())); // the later tests' disks are not theirs
 });
 
 const scans = async (agent: Program) => {
@@ -82,4 +88,29 @@ test.serial('a new, grown or removed disk file is acted on from its own file-sys
   await rm(join(diskDir, 'fresh.img'));
   await eventually('its removal is reported', async () => (await client().get(name)).status?.node?.phase === 'Missing', 30_000, 20);
   t.is(await scans(agent), before, 'no full rescan was needed');
+  await agent.stop();
+});
+
+test.serial('completion offers the names of the last node of 1,200 NodeDisks, by --node and by a typed prefix', async (t) => {
+  // 24 nodes of 50 disks: listed in name order, the last node's disks come after the first 1,000.
+  const NODES = 24;
+  const PER_NODE = 50;
+  const todo = Array.from({ length: NODES * PER_NODE }, (_, i) => newNodeDisk(`cnode-${String(Math.floor(i / PER_NODE)).padStart(2, '0')}`, `disk${i % PER_NODE}`));
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    for (let nd = todo.shift(); nd; nd = todo.shift()) await client().create(nd, { fieldManager: FIELD_MANAGER.agent });
+  }));
+  const last = `cnode-${NODES - 1}`;
+  const expected = Array.from({ length: PER_NODE }, (_, i) => nodeDiskName(last, `disk${i}`)).sort();
+  const complete = async (...words: string[]) => {
+    const { stdout } = await promisify(execFile)(process.execPath, [join(REPO_ROOT, 'plugin/main.ts'), '__complete', ...words], {
+      env: { ...process.env, KUBECONFIG: controlPlane().admin().kubeconfig },
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    const lines = stdout.split('\n').filter(Boolean);
+    t.is(lines.at(-1), ':4', 'cobra directive: no file completion');
+    return lines.slice(0, -1).sort();
+  };
+  t.deepEqual(await complete('status', '--node', last, ''), expected);
+  t.deepEqual(await complete('reserve', `--node=${last}`, nodeDiskName(last, 'disk1')), expected.filter((n) => n.startsWith(nodeDiskName(last, 'disk1'))));
+  t.deepEqual(await complete('status', `node-disk-${last}-`), expected, 'a typed prefix is matched past the first page');
 });
