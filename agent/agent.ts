@@ -4,13 +4,12 @@
 // with a spec.nodeName field selector). A file-system event names a file: that one file is looked at
 // again and its disk reconciled at once; the full rescan (every file, every NodeDisk) is a safety net
 // for missed events, run at its slow period. One worker handles one diskID at a time, de-duplicated, so
-// a burst of events costs one reconcile; disks something happened to go before the rescan's sweep. Output: NodeDisk creation (identity and labels), marker files,
-// the reservation-protection finalizer (ADR 12), and status.node by server-side apply, written only when
-// it changed or the heartbeat is due.
+// a burst of events costs one reconcile; disks something happened to go before the rescan's sweep.
+// Output: NodeDisk creation (identity and labels), marker files, the reservation-protection finalizer
+// (ADR 12), and status.node by server-side apply, written only when it changed or the heartbeat is due.
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
-import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../api/constants.ts';
+import { API_VERSION, DISK_SUFFIX, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../api/constants.ts';
 import type { NodeDiskClient } from '../api/client.ts';
-import { DISK_SUFFIX } from '../api/constants.ts';
 import { diskIdFromFileName, diskIdProblem, diskPath, labelValue, nodeDiskName } from '../api/names.ts';
 import type { NodeDisk, NodeStatus } from '../api/v1alpha1/types.ts';
 import { ApiError, isApiError } from '../lib/kube/errors.ts';
