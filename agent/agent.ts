@@ -1,20 +1,22 @@
 // The node agent: keeps its node's NodeDisks, the disk files and the marker files in step.
 //
 // Inputs: the disk dir (file-system events plus a slow rescan) and its node's NodeDisks (list+watch
-// with a spec.nodeName field selector). One worker handles one diskID at a time, de-duplicated, so a
-// burst of events costs one reconcile. Output: NodeDisk creation (identity and labels), marker files,
-// the reservation-protection finalizer (ADR 12), and status.node by server-side apply, written only when
-// it changed or the heartbeat is due.
+// with a spec.nodeName field selector). A file-system event names a file: that one file is looked at
+// again and its disk reconciled at once; the full rescan (every file, every NodeDisk) is a safety net
+// for missed events, run at its slow period. One worker handles one diskID at a time, de-duplicated, so
+// a burst of events costs one reconcile; disks something happened to go before the rescan's sweep.
+// Output: NodeDisk creation (identity and labels), marker files, the reservation-protection finalizer
+// (ADR 12), and status.node by server-side apply, written only when it changed or the heartbeat is due.
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
-import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../api/constants.ts';
+import { API_VERSION, DISK_SUFFIX, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../api/constants.ts';
 import type { NodeDiskClient } from '../api/client.ts';
-import { diskIdFromFileName, diskPath, labelValue, nodeDiskName } from '../api/names.ts';
+import { diskIdFromFileName, diskIdProblem, diskPath, labelValue, nodeDiskName } from '../api/names.ts';
 import type { NodeDisk, NodeStatus } from '../api/v1alpha1/types.ts';
 import { ApiError, isApiError } from '../lib/kube/errors.ts';
 import { Informer } from '../lib/kube/informer.ts';
 import { Backoff, jittered, sleep } from '../lib/runtime/backoff.ts';
 import type { Logger } from '../lib/runtime/log.ts';
-import { discover, type Discovery } from './discover.ts';
+import { COLLISION_REASON, discover, diskIdOfEntry, inspectDiskFile, type Discovery } from './discover.ts';
 import { ensureMarker, markerState, removeMarker } from './markers.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { observedStatus, statusChanged } from './observe.ts';
@@ -38,7 +40,12 @@ export class Agent {
   private readonly informer: Informer<NodeDisk>;
   private discovery: Discovery | undefined;
   private discoveryError: string | undefined;
-  private readonly pending = new Set<string>();
+  /** Disks something happened to (a file event, a NodeDisk event, a retry): reconciled first. */
+  private readonly urgent = new Set<string>();
+  /** Disks a full rescan, a relist or a heartbeat asks to look at: reconciled when nothing is urgent. */
+  private readonly sweep = new Set<string>();
+  /** Disks whose file a file-system event named, to be looked at again before they are reconciled. */
+  private readonly changedFiles = new Set<string>();
   private scanRequested = true;
   private wake: (() => void) | undefined;
   /** When each disk's next heartbeat is due (ms since epoch), fixed with jitter at each write. */
@@ -63,7 +70,7 @@ export class Agent {
         // A NodeDisk gone (released and let go, or deleted unreserved): rediscover its disk at once.
         onDelete: (nd) => this.enqueue(nd.spec.diskID),
         onSync: () => {
-          for (const nd of this.informer.cache.values()) this.enqueue(nd.spec.diskID);
+          for (const nd of this.informer.cache.values()) this.enqueue(nd.spec.diskID, this.sweep);
         },
       },
       { log: o.log.with({ loop: 'informer' }) },
@@ -92,9 +99,23 @@ export class Agent {
     return stuckFor > Math.max(120_000, this.o.rescanMs * 3) ? `work loop has not turned for ${Math.round(stuckFor / 1000)} s` : undefined;
   }
 
-  private enqueue(diskID: string): void {
-    this.pending.add(diskID);
+  private enqueue(diskID: string, queue: Set<string> = this.urgent): void {
+    queue.add(diskID);
     this.wake?.();
+  }
+
+  /** The next disk to reconcile: an urgent one first, and each disk once however many asked. */
+  private next(): string | undefined {
+    const queue = this.urgent.size > 0 ? this.urgent : this.sweep;
+    const diskID = queue.values().next().value;
+    if (diskID === undefined) return undefined;
+    this.urgent.delete(diskID);
+    this.sweep.delete(diskID);
+    return diskID;
+  }
+
+  private get hasWork(): boolean {
+    return this.urgent.size > 0 || this.sweep.size > 0 || this.changedFiles.size > 0;
   }
 
   private requestScan(): void {
@@ -109,7 +130,7 @@ export class Agent {
     // The heartbeat check rides on a slow tick; it writes only for disks whose heartbeat is due.
     const tick = setInterval(() => {
       const now = Date.now();
-      for (const [diskID, due] of this.heartbeatDue) if (due <= now) this.enqueue(diskID);
+      for (const [diskID, due] of this.heartbeatDue) if (due <= now) this.enqueue(diskID, this.sweep);
       this.wake?.();
     }, Math.min(this.o.heartbeatMs / 4, 30_000));
     try {
@@ -117,6 +138,8 @@ export class Agent {
         this.lastLoop = Date.now();
         if (this.scanRequested) {
           this.scanRequested = false;
+          // The scan sees every file as it is now, so the changes named so far are covered by it.
+          this.changedFiles.clear();
           await this.scan();
         }
         // Disks are reconciled only against a synced cache and a completed, current scan; until then, wait.
@@ -124,14 +147,16 @@ export class Agent {
         // heartbeat (a heartbeat would claim a look the agent did not take). Readiness says why.
         const canWork = this.informer.hasSynced && this.discovery !== undefined && this.discoveryError === undefined;
         if (canWork) {
-          const batch = [...this.pending];
-          this.pending.clear();
-          for (const diskID of batch) {
-            if (signal.aborted) break;
-            await this.reconcileDisk(diskID, signal);
+          // One disk per turn, so that a file event or a reservation arriving during a sweep of thousands
+          // of disks waits for one reconcile, not for the sweep.
+          for (const diskID of [...this.changedFiles]) {
+            this.changedFiles.delete(diskID);
+            await this.rediscover(diskID);
           }
+          const diskID = this.next();
+          if (diskID !== undefined && !signal.aborted) await this.reconcileDisk(diskID, signal);
         }
-        if (!canWork || (this.pending.size === 0 && !this.scanRequested)) {
+        if (!canWork || (!this.hasWork && !this.scanRequested)) {
           // Sleep until woken (new work), aborted, or a second has passed; leave no timer or listener behind.
           await new Promise<void>((resolve) => {
             const done = () => {
@@ -157,8 +182,13 @@ export class Agent {
   private watchDir(): void {
     try {
       this.fsWatcher = fsWatch(this.o.diskDir, { persistent: false }, (_event, filename) => {
-        // Any change of an .img file (or its marker) triggers a rescan: cheap, and it catches growth too.
-        if (filename === null || filename.includes('.img')) this.requestScan();
+        // An event names the file: look at that file again (created, grown, removed, its marker changed).
+        // One that names no file, or a *.img that cannot be a disk, asks for the full scan, which says why.
+        const diskID = filename === null ? undefined : diskIdOfEntry(filename);
+        if (diskID !== undefined && diskIdProblem(diskID) === undefined) {
+          this.changedFiles.add(diskID);
+          this.wake?.();
+        } else if (filename === null || filename.endsWith(DISK_SUFFIX)) this.requestScan();
       });
       this.fsWatcher.on('error', (err) => {
         this.o.log.warn('file-system watch failed; relying on the periodic rescan until it is re-established', { error: err.message });
@@ -203,8 +233,40 @@ export class Agent {
     // Every scan looks at every disk: files that are not NodeDisks yet, and every NodeDisk of this node,
     // so grown, removed or replaced files and markers changed by hand are all noticed. Reconciling an
     // unchanged disk costs a few lstat calls and writes nothing.
-    for (const diskID of found.disks.keys()) this.enqueue(diskID);
-    for (const nd of this.informer.cache.values()) this.enqueue(nd.spec.diskID);
+    for (const diskID of found.disks.keys()) this.enqueue(diskID, this.sweep);
+    for (const nd of this.informer.cache.values()) this.enqueue(nd.spec.diskID, this.sweep);
+  }
+
+  /**
+   * Looks at one disk file again after an event named it, updates the last discovery with what it found,
+   * and queues the disk first. Which of two files whose names make one NodeDisk name keeps it depends on
+   * the whole dir: such a case is left to a full scan.
+   */
+  private async rediscover(diskID: string): Promise<void> {
+    const found = this.discovery;
+    if (!found) return;
+    const fileName = `${diskID}${DISK_SUFFIX}`;
+    const seen = await inspectDiskFile(this.o.diskDir, fileName);
+    const objectName = nodeDiskName(this.o.nodeName, diskID);
+    const collides =
+      found.ignored.some((f) => f.reason.startsWith(COLLISION_REASON)) ||
+      (seen.kind === 'disk' && !found.disks.has(diskID) && [...found.disks.keys()].some((other) => nodeDiskName(this.o.nodeName, other) === objectName));
+    if (collides) {
+      this.requestScan();
+      return;
+    }
+    found.disks.delete(diskID);
+    const wasIgnored = found.ignored.findIndex((f) => f.name === fileName);
+    if (wasIgnored >= 0) found.ignored.splice(wasIgnored, 1);
+    if (seen.kind === 'disk') found.disks.set(diskID, seen.disk);
+    if (seen.kind === 'ignored') {
+      found.ignored.push(seen.ignored);
+      if (wasIgnored < 0) this.o.log.warn('ignoring file in disk dir', { file: seen.ignored.name, reason: seen.ignored.reason });
+    }
+    found.ignored.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)); // in a scan's order
+    this.lastIgnored = JSON.stringify(found.ignored);
+    this.o.metrics.ignoredFiles.set(found.ignored.length);
+    this.enqueue(diskID);
   }
 
   private async reconcileDisk(diskID: string, signal: AbortSignal): Promise<void> {

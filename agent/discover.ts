@@ -40,55 +40,68 @@ export async function discover(diskDir: string, nodeName: string, fs: DiscoverFs
   const byObjectName = new Map<string, string>();
   const entries = (await fs.readdir(diskDir)).sort();
   for (const name of entries) {
-    if (!name.endsWith(DISK_SUFFIX)) {
-      // Markers and temp files are ours; anything else is simply not a disk image.
-      continue;
-    }
-    const diskID = diskIdFromFileName(name);
-    const problem = diskID === undefined ? 'no disk name before .img' : diskIdProblem(diskID);
-    if (diskID === undefined || problem) {
-      ignored.push({ name, reason: `cannot become a diskID: ${problem}` });
-      continue;
-    }
-    const file = join(diskDir, name);
-    let st;
-    try {
-      st = await fs.lstat(file);
-    } catch (err) {
-      if (vanished(err)) continue; // removed since readdir: Missing for the agent, not an error
-      ignored.push({ name, reason: `cannot be inspected: ${(err as Error).message}` });
-      continue;
-    }
-    if (st.isSymbolicLink()) {
-      ignored.push({ name, reason: 'is a symbolic link; disk images must be regular files (links are never followed)' });
-      continue;
-    }
-    if (st.isDirectory()) {
-      ignored.push({ name, reason: 'is a directory, not a disk image file' });
-      continue;
-    }
-    if (!st.isFile()) {
-      ignored.push({ name, reason: 'is not a regular file' });
-      continue;
-    }
-    try {
-      await fs.access(file, constants.R_OK);
-    } catch (err) {
-      if (vanished(err)) continue; // removed since lstat, as above
-      ignored.push({ name, reason: 'is not readable by the agent' });
+    // Markers and temp files are ours; anything else is simply not a disk image.
+    if (!name.endsWith(DISK_SUFFIX)) continue;
+    const seen = await inspectDiskFile(diskDir, name, fs);
+    if (seen.kind === 'gone') continue;
+    if (seen.kind === 'ignored') {
+      ignored.push(seen.ignored);
       continue;
     }
     // Two files whose names normalize to one object name (disk_1.img, disk-1.img): the first keeps it.
-    const objectName = nodeDiskName(nodeName, diskID);
+    const objectName = nodeDiskName(nodeName, seen.disk.diskID);
     const holder = byObjectName.get(objectName);
     if (holder) {
-      ignored.push({ name, reason: `its NodeDisk name ${objectName} is already used by ${holder}.img; rename one of them` });
+      ignored.push({ name, reason: `${COLLISION_REASON} ${objectName} is already used by ${holder}.img; rename one of them` });
       continue;
     }
-    byObjectName.set(objectName, diskID);
-    disks.set(diskID, { diskID, file, sizeBytes: st.size });
+    byObjectName.set(objectName, seen.disk.diskID);
+    disks.set(seen.disk.diskID, seen.disk);
   }
   return { disks, ignored };
+}
+
+/** How an ignored file whose NodeDisk name another file holds is described (a scan settles who keeps it). */
+export const COLLISION_REASON = 'its NodeDisk name';
+
+export type DiskFileState = { kind: 'disk'; disk: DiskFile } | { kind: 'ignored'; ignored: IgnoredFile } | { kind: 'gone' };
+
+/**
+ * One `*.img` entry of the dir, on its own: a usable disk image, a file ignored (and why), or gone.
+ * Name collisions between files are not judged here: they need the whole dir (see discover).
+ */
+export async function inspectDiskFile(diskDir: string, name: string, fs: DiscoverFs = realFs): Promise<DiskFileState> {
+  const diskID = diskIdFromFileName(name);
+  const problem = diskID === undefined ? 'no disk name before .img' : diskIdProblem(diskID);
+  if (diskID === undefined || problem) return { kind: 'ignored', ignored: { name, reason: `cannot become a diskID: ${problem}` } };
+  const file = join(diskDir, name);
+  let st;
+  try {
+    st = await fs.lstat(file);
+  } catch (err) {
+    if (vanished(err)) return { kind: 'gone' }; // removed since readdir: Missing for the agent, not an error
+    return { kind: 'ignored', ignored: { name, reason: `cannot be inspected: ${(err as Error).message}` } };
+  }
+  if (st.isSymbolicLink()) return { kind: 'ignored', ignored: { name, reason: 'is a symbolic link; disk images must be regular files (links are never followed)' } };
+  if (st.isDirectory()) return { kind: 'ignored', ignored: { name, reason: 'is a directory, not a disk image file' } };
+  if (!st.isFile()) return { kind: 'ignored', ignored: { name, reason: 'is not a regular file' } };
+  try {
+    await fs.access(file, constants.R_OK);
+  } catch (err) {
+    if (vanished(err)) return { kind: 'gone' }; // removed since lstat, as above
+    return { kind: 'ignored', ignored: { name, reason: 'is not readable by the agent' } };
+  }
+  return { kind: 'disk', disk: { diskID, file, sizeBytes: st.size } };
+}
+
+/**
+ * The diskID a dir entry's change concerns: `<id>.img` and its marker `<id>.img.reserved`; undefined for
+ * anything else (our own marker temp files among them: the rename that completes a marker names it).
+ */
+export function diskIdOfEntry(name: string): string | undefined {
+  const base = name.endsWith(MARKER_SUFFIX) ? name.slice(0, -MARKER_SUFFIX.length) : name;
+  if (!base.endsWith(DISK_SUFFIX)) return undefined;
+  return diskIdFromFileName(base);
 }
 
 /** A file that is gone by the time we look at it: removed in the middle of the scan. */

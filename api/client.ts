@@ -35,6 +35,13 @@ export interface NodeDiskApply {
   status?: NodeDisk['status'];
 }
 
+/** The part of a meta.k8s.io/v1 Table that listNames reads. */
+interface NameTable {
+  metadata?: { continue?: string };
+  columnDefinitions?: { name: string }[];
+  rows?: { cells: unknown[] }[];
+}
+
 function listQuery(o: ListOptions): Query {
   return {
     labelSelector: o.labelSelector,
@@ -71,6 +78,20 @@ export class NodeDiskClient {
       yield page;
       cont = page.metadata.continue || undefined;
     } while (cont);
+  }
+
+  /**
+   * One page of names only: the API server's Table of NodeDisks without the objects (kubectl get's own
+   * form), a few dozen bytes a row instead of the whole object, so tens of thousands are cheap to page.
+   */
+  async listNames(o: ListOptions): Promise<{ names: string[]; continue?: string }> {
+    const table = await this.rest.request<NameTable>('GET', NODEDISKS_PATH, {
+      query: { ...listQuery(o), includeObject: 'None' },
+      accept: 'application/json;as=Table;v=v1;g=meta.k8s.io',
+    });
+    const col = Math.max(0, (table.columnDefinitions ?? []).findIndex((c) => c.name === 'Name'));
+    const names = (table.rows ?? []).map((r) => String(r.cells[col] ?? '')).filter(Boolean);
+    return { names, ...(table.metadata?.continue ? { continue: table.metadata.continue } : {}) };
   }
 
   create(body: NodeDisk, o: { fieldManager: string; dryRun?: boolean }): Promise<NodeDisk> {

@@ -1,7 +1,8 @@
 // Measures the reservation flow on the real control plane: discovery time for many disks on one node,
-// label → marker latency, API writes in steady state, and the agent's and controller's memory.
-// `npm run bench:flow` (DISKS=300 SAMPLES=20 STEADY_SECONDS=30 by default).
-import { existsSync, readFileSync } from 'node:fs';
+// the controller's status writes for them, how soon one more disk file becomes a NodeDisk, label → marker
+// latency, API writes in steady state, and the agent's and controller's memory.
+// `npm run bench:flow` (DISKS=300 SAMPLES=20 STEADY_SECONDS=30 RESCAN=1s by default).
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +17,7 @@ import { eventually } from '../test/harness/wait.ts';
 const DISKS = Number(process.env.DISKS ?? 300);
 const SAMPLES = Number(process.env.SAMPLES ?? 20);
 const STEADY_SECONDS = Number(process.env.STEADY_SECONDS ?? 30);
+const RESCAN = process.env.RESCAN ?? '1s';
 const node = 'bench-node';
 
 function rssMiB(p: Program): number {
@@ -26,6 +28,13 @@ function rssMiB(p: Program): number {
     if (readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('main.ts')) return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 1024;
   }
   return NaN;
+}
+
+/** A counter of a program's /metrics (its port is in its first log line). */
+async function metric(p: Program, line: RegExp): Promise<number> {
+  const port = /"httpPort":(\d+)/.exec(p.logs(Number.MAX_SAFE_INTEGER))?.[1];
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Number(line.exec(text)?.[1] ?? 0);
 }
 
 const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
@@ -39,10 +48,27 @@ try {
   const client = new NodeDiskClient(new RestClient(loadKubeConfig({ kubeconfig: cp.admin().kubeconfig })));
   programs.push(await startController(cp, { logDir: work }));
   const t0 = performance.now();
-  const agent = await startAgent(cp, { node, diskDir, logDir: work, rescanInterval: '1s' });
+  const agent = await startAgent(cp, { node, diskDir, logDir: work, rescanInterval: RESCAN });
   programs.push(agent);
-  await eventually(`${DISKS} disks Available`, async () => (await client.list()).items.filter((i) => i.status?.node?.phase === 'Available').length === DISKS, 300_000, 200);
+  await eventually(`${DISKS} disks Available`, async () => (await client.list()).items.filter((i) => i.status?.node?.phase === 'Available').length === DISKS, 600_000, 1000);
   const discoverySeconds = (performance.now() - t0) / 1000;
+  // Ready needs the controller's one status write per disk, after the agent's report.
+  await eventually(`${DISKS} disks Ready`, async () => (await client.list()).items.filter((i) => i.status?.controller?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === DISKS, 600_000, 1000);
+  const controllerStatusWrites = await metric(programs[0]!, /^nodedisks_controller_writes_total\{kind="status"\} (\d+)$/m);
+
+  // One more disk file on a node that has DISKS: file written → NodeDisk exists, → reported Available.
+  const toCreated: number[] = [];
+  const toAvailable: number[] = [];
+  for (let i = 1; i <= SAMPLES; i++) {
+    const name = nodeDiskName(node, `late${i}`);
+    const started = performance.now();
+    writeFileSync(join(diskDir, `late${i}.img`), Buffer.alloc(4096));
+    const nd = await eventually('new NodeDisk', async () => client.get(name).catch(() => undefined), 30_000, 2);
+    toCreated.push(performance.now() - started);
+    if (nd.status?.node?.phase !== 'Available') await eventually('new NodeDisk Available', async () => (await client.get(name)).status?.node?.phase === 'Available', 30_000, 2);
+    toAvailable.push(performance.now() - started);
+  }
+  const scans = await metric(agent, /^nodedisks_agent_scan_duration_seconds_count (\d+)$/m);
 
   const latencies: number[] = [];
   for (let i = 1; i <= SAMPLES; i++) {
@@ -61,8 +87,10 @@ try {
 
   console.log(`disks: ${DISKS} on one node; Kubernetes ${cp.binaries.kubernetesVersion}`);
   console.log(`discovery: all ${DISKS} disks created and reported Available in ${discoverySeconds.toFixed(2)} s (agent start included)`);
+  console.log(`controller status writes for the ${DISKS} new disks: ${controllerStatusWrites}`);
+  console.log(`new disk file → NodeDisk created: p50 ${pct(toCreated, 0.5).toFixed(0)} ms, p95 ${pct(toCreated, 0.95).toFixed(0)} ms; → reported Available: p50 ${pct(toAvailable, 0.5).toFixed(0)} ms, p95 ${pct(toAvailable, 0.95).toFixed(0)} ms (${SAMPLES} files, ${DISKS} disks on the node, rescan ${RESCAN}, ${scans} full scans so far)`);
   console.log(`label → marker on disk (kubectl label included): p50 ${pct(latencies, 0.5).toFixed(0)} ms, p95 ${pct(latencies, 0.95).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms over ${SAMPLES}`);
-  console.log(`steady state: ${changed} NodeDisks written in ${STEADY_SECONDS} s with a 1 s rescan (heartbeat 5 min)`);
+  console.log(`steady state: ${changed} NodeDisks written in ${STEADY_SECONDS} s with a ${RESCAN} rescan (heartbeat 5 min)`);
   console.log(`memory (RSS): agent ${rssMiB(agent).toFixed(0)} MiB, controller ${rssMiB(programs[0]!).toFixed(0)} MiB`);
 } finally {
   await Promise.all(programs.map((p) => p.stop()));

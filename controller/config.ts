@@ -17,6 +17,7 @@ export interface ControllerConfig {
   renewDeadlineMs: number;
   retryPeriodMs: number;
   staleAfterMs: number;
+  firstReportGraceMs: number;
   workers: number;
   logLevel: Level;
 }
@@ -35,6 +36,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     .option('renew-deadline', { type: 'string', default: '10s' })
     .option('retry-period', { type: 'string', default: '2s' })
     .option('agent-stale-after', { type: 'string', default: env.AGENT_STALE_AFTER ?? '15m', describe: 'Ready turns Unknown when an agent has not reported for this long (keep it above the agents\' heartbeat)' })
+    .option('agent-report-grace', { type: 'string', default: env.AGENT_REPORT_GRACE ?? '5s', describe: 'How long a new NodeDisk waits for its agent\'s first report before its status says WaitingForAgent (one status write per new disk instead of two); 0 writes at once' })
     .option('workers', { type: 'number', default: 2 })
     .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info' });
   const a = strictFlags(parser).parseSync();
@@ -51,6 +53,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     renewDeadlineMs: parseDuration(a['renew-deadline'], '--renew-deadline'),
     retryPeriodMs: parseDuration(a['retry-period'], '--retry-period'),
     staleAfterMs: parseDuration(a['agent-stale-after'], '--agent-stale-after'),
+    firstReportGraceMs: a['agent-report-grace'] === '0' ? 0 : parseDuration(a['agent-report-grace'], '--agent-report-grace'),
     workers: a.workers,
     logLevel: parseLevel(a['log-level']),
   };

@@ -39,7 +39,7 @@ const metrics = controllerMetrics(() => elector?.isLeader ?? true);
 /** A controller whose every request goes through `termRest`. */
 function newController(termRest: RestClient): Controller {
   const client = new NodeDiskClient(termRest);
-  const reconciler = new Reconciler({ client, events: new EventRecorder(termRest, config.identity, log), log, metrics, staleAfterMs: config.staleAfterMs });
+  const reconciler = new Reconciler({ client, events: new EventRecorder(termRest, config.identity, log), log, metrics, staleAfterMs: config.staleAfterMs, firstReportGraceMs: config.firstReportGraceMs });
   return new Controller({ client, reconciler, workers: config.workers, log, metrics });
 }
 let controller: Controller | undefined;

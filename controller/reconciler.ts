@@ -23,6 +23,13 @@ export interface ReconcilerOptions {
   metrics: ControllerMetrics;
   /** An agent report older than this makes Ready Unknown (AgentStale). */
   staleAfterMs: number;
+  /**
+   * How long after its creation a NodeDisk the agent has not reported yet is left without a controller
+   * status (0: written at once). The agent reports a disk right after creating it, so writing Ready
+   * Unknown (WaitingForAgent) first would cost a second status write per new disk for a state that lasts
+   * milliseconds; a disk no agent reports within the grace still gets WaitingForAgent.
+   */
+  firstReportGraceMs?: number;
 }
 
 export interface ReconcileResult {
@@ -74,6 +81,19 @@ export class Reconciler {
     }
   }
 
+  /**
+   * How long to hold back the status of a new NodeDisk its agent has not reported yet (0: do not). Its
+   * report (a watch event) brings the reconcile sooner; the requeue covers an agent that never reports.
+   * Bounded by the grace itself, so a controller clock behind the API server's cannot stretch it.
+   */
+  private firstReportWait(nd: NodeDisk, now: number): number {
+    const grace = this.o.firstReportGraceMs ?? 0;
+    if (grace <= 0 || nd.status?.node?.phase) return 0;
+    const created = Date.parse(nd.metadata.creationTimestamp ?? '');
+    if (Number.isNaN(created)) return 0;
+    return Math.min(grace, Math.max(0, created + grace - now));
+  }
+
   /** One pass over one version of the object; every write is conditional on that version. */
   private async reconcileVersion(nd: NodeDisk): Promise<ReconcileResult> {
     const { client, events, log, metrics } = this.o;
@@ -95,6 +115,8 @@ export class Reconciler {
     }
 
     const now = Date.now();
+    const wait = this.firstReportWait(current, now);
+    if (wait > 0) return { updated: current, wrote, requeueAfterMs: wait };
     const ready = readiness(current, now, this.o.staleAfterMs);
     const after = decide(current);
     const status = controllerStatus(current, after, ready, new Date(now));

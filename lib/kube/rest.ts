@@ -24,6 +24,8 @@ export interface RequestInit {
   signal?: AbortSignal;
   /** A stream (watch): the timeout covers only the wait for the response headers. */
   stream?: boolean;
+  /** Defaults to application/json (a Table, say, is asked for with its media type parameters). */
+  accept?: string;
 }
 
 export const CONTENT_TYPE = {
@@ -82,7 +84,7 @@ export class RestClient {
   async open(method: string, path: string, init: RequestInit = {}): Promise<IncomingMessage> {
     const url = this.url(path, init.query);
     const auth = await this.access.headers();
-    const headers: OutgoingHttpHeaders = { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? 'nodedisks', ...auth };
+    const headers: OutgoingHttpHeaders = { Accept: init.accept ?? 'application/json', 'User-Agent': this.opts.userAgent ?? 'nodedisks', ...auth };
     const tls = this.access.tls;
     const options: RequestOptions & { headers: OutgoingHttpHeaders } = {
       method,

@@ -37,6 +37,8 @@ export interface StartOptions {
   log?: (line: string) => void;
   /** Keep an audit log of every write (see auditedWrites), for tests that must know who wrote what, when. */
   auditWrites?: boolean;
+  /** Picks a free loopback port (tests inject one that hands out a taken port). */
+  pickPort?: () => Promise<number>;
 }
 
 /** One write request as the API server's audit log records it (Metadata level, stage ResponseComplete). */
@@ -51,7 +53,7 @@ export interface AuditedWrite {
   requestReceivedTimestamp: string;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return await new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
@@ -63,6 +65,11 @@ async function freePort(): Promise<number> {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Starts tried before giving up when a picked port turns out to be taken. */
+const BOOT_ATTEMPTS = 5;
+
+class PortTakenError extends Error {}
 
 export class ControlPlane {
   readonly dir: string;
@@ -91,7 +98,7 @@ export class ControlPlane {
     await mkdir(dir, { recursive: true });
     const cp = new ControlPlane(dir, opts.dir === undefined, binaries);
     try {
-      await cp.boot(opts.auditWrites === true);
+      await cp.boot(opts.auditWrites === true, opts.pickPort ?? freePort);
       if (opts.install !== false) await cp.installBase();
     } catch (err) {
       const logs = cp.logs();
@@ -101,10 +108,28 @@ export class ControlPlane {
     return cp;
   }
 
-  private async boot(auditWrites: boolean): Promise<void> {
+  /**
+   * A port picked free can be taken by another process before etcd or kube-apiserver binds it (the
+   * picker must let go of it first). Such a start fails with "address already in use": stop what
+   * started, pick new ports and start again, a few times.
+   */
+  private async boot(auditWrites: boolean, pickPort: () => Promise<number>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.bootOnce(auditWrites, pickPort);
+      } catch (err) {
+        if (!(err instanceof PortTakenError) || attempt >= BOOT_ATTEMPTS) throw err;
+        await this.apiserver.stop();
+        await this.etcd.stop();
+        await rm(join(this.dir, 'etcd-data'), { recursive: true, force: true });
+      }
+    }
+  }
+
+  private async bootOnce(auditWrites: boolean, pickPort: () => Promise<number>): Promise<void> {
     const pki = join(this.dir, 'pki');
     await mkdir(pki, { recursive: true });
-    const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+    const [etcdPort, peerPort, apiPort] = [await pickPort(), await pickPort(), await pickPort()];
 
     // etcd: one throwaway member; fsync off because test data is disposable.
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
@@ -121,7 +146,8 @@ export class ControlPlane {
       '--log-level=warn',
     ]);
     await this.waitFor(this.etcd, 30_000, async () => {
-      const res = await fetch(`${etcdUrl}/health`).catch(() => undefined);
+      // Bounded: whatever holds a taken port may accept and never answer.
+      const res = await fetch(`${etcdUrl}/health`, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
       return res?.ok === true;
     });
 
@@ -173,7 +199,11 @@ export class ControlPlane {
     let exited = false;
     void proc.whenExited().then(() => (exited = true));
     while (Date.now() < deadline) {
-      if (exited) throw new Error(`${proc.name} exited before it was ready`);
+      if (exited) {
+        const out = proc.logsOfThisRun();
+        if (/address already in use/.test(out)) throw new PortTakenError(`${proc.name} could not bind its port: ${/.*address already in use.*/.exec(out)?.[0]}`);
+        throw new Error(`${proc.name} exited before it was ready`);
+      }
       if (await ready()) return;
       await sleep(100);
     }

@@ -2,7 +2,7 @@
 // output kept in a log file for the failure report, and stopped with SIGTERM then SIGKILL.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync, readFileSync } from 'node:fs';
+import { openSync, closeSync, readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const LIFELINE = fileURLToPath(new URL('./lifeline.sh', import.meta.url));
@@ -13,6 +13,8 @@ export class ServerProcess {
   private child: ChildProcess | undefined;
   private exited: Promise<number | null> | undefined;
   private exitCode: number | null | undefined;
+  /** Where this run's output starts in the log file (the file is appended to across restarts). */
+  private logStart = 0;
 
   constructor(name: string, logFile: string) {
     this.name = name;
@@ -30,6 +32,7 @@ export class ServerProcess {
   start(binary: string, args: string[], env: NodeJS.ProcessEnv = process.env): void {
     this.exitCode = undefined;
     const out = openSync(this.logFile, 'a');
+    this.logStart = statSync(this.logFile).size;
     try {
       // stdin is a pipe we never write: when this process exits, lifeline.sh sees EOF and stops the server.
       this.child = spawn(LIFELINE, [binary, ...args], { stdio: ['pipe', out, out], env });
@@ -53,6 +56,15 @@ export class ServerProcess {
     try {
       const text = readFileSync(this.logFile, 'utf8');
       return text.length > maxBytes ? `…${text.slice(-maxBytes)}` : text;
+    } catch {
+      return '';
+    }
+  }
+
+  /** The output of the current (or last) run only. */
+  logsOfThisRun(): string {
+    try {
+      return readFileSync(this.logFile).subarray(this.logStart).toString('utf8');
     } catch {
       return '';
     }

@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import test from 'ava';
-import { ControlPlane } from '../harness/controlplane.ts';
+import { ControlPlane, freePort } from '../harness/controlplane.ts';
 
 function alive(pid: number | undefined): boolean {
   if (pid === undefined) return false;
@@ -65,4 +65,32 @@ test('servers die with a test process that is killed with SIGKILL', async (t) =>
   t.deepEqual(await pidsMatching(dir), [], 'no etcd or kube-apiserver left behind');
   const { rm } = await import('node:fs/promises');
   await rm(dir, { recursive: true, force: true });
+});
+
+test('a port taken between being picked and being bound is picked again (etcd and kube-apiserver)', async (t) => {
+  // Another process holds `taken`. The picker hands it out as etcd's client port first, then as the
+  // API server's port on the next try: exactly the race of "picked free, then taken by someone else".
+  const { createServer } = await import('node:net');
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  const taken = (holder.address() as { port: number }).port;
+  const picks: number[] = [];
+  const pickPort = async () => {
+    const n = picks.length;
+    const port = n === 0 || n === 5 ? taken : await freePort();
+    picks.push(port);
+    return port;
+  };
+  try {
+    const cp = await ControlPlane.start({ install: false, pickPort });
+    try {
+      t.not(new URL(cp.server).port, String(taken));
+      t.is(picks.length, 9, 'three tries of three ports each');
+      t.is((await cp.kubectl(cp.admin(), ['get', '--raw', '/readyz'])).trim(), 'ok');
+    } finally {
+      await cp.stop();
+    }
+  } finally {
+    holder.close();
+  }
 });

@@ -26,7 +26,8 @@ test('bad agent flags are rejected with the flag named', (t) => {
 
 test('controller leader election timings must be ordered', (t) => {
   t.throws(() => parseControllerConfig(['--lease-duration=5s', '--renew-deadline=10s']), { message: /--lease-duration > --renew-deadline > --retry-period/ });
-  t.like(parseControllerConfig([]), { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, leaderElect: true });
+  t.like(parseControllerConfig([]), { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, leaderElect: true, firstReportGraceMs: 5000 });
+  t.like(parseControllerConfig(['--agent-report-grace=0']), { firstReportGraceMs: 0 });
 });
 
 test('durations read like Go durations', (t) => {

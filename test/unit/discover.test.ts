@@ -5,7 +5,7 @@ import * as fsp from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { discover, type DiscoverFs } from '../../agent/discover.ts';
+import { discover, diskIdOfEntry, inspectDiskFile, type DiscoverFs } from '../../agent/discover.ts';
 
 async function dirWith(...files: string[]): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'nodedisks-discover-'));
@@ -54,6 +54,27 @@ test('sizes come from the file itself; a 0-byte image is found with size 0', asy
     const found = await discover(dir, 'node-a');
     t.is(found.disks.get('disk1')?.sizeBytes, 4096);
     t.is(found.disks.get('empty')?.sizeBytes, 0);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a file event is traced to its disk: the image and its marker, not our temp files', (t) => {
+  t.is(diskIdOfEntry('disk1.img'), 'disk1');
+  t.is(diskIdOfEntry('disk1.img.reserved'), 'disk1');
+  t.is(diskIdOfEntry('.disk1.img.reserved.tmp-0a1b2c'), undefined);
+  t.is(diskIdOfEntry('notes.txt'), undefined);
+});
+
+test('one disk file is judged on its own as a scan judges it: a disk, ignored with a reason, or gone', async (t) => {
+  const dir = await dirWith('disk1.img', 'Bad Name.img');
+  try {
+    t.like(await inspectDiskFile(dir, 'disk1.img'), { kind: 'disk', disk: { diskID: 'disk1', sizeBytes: 4096 } });
+    const bad = await inspectDiskFile(dir, 'Bad Name.img');
+    t.is(bad.kind, 'ignored');
+    t.deepEqual(bad, (await discover(dir, 'n')).ignored.map((ignored) => ({ kind: 'ignored', ignored }))[0]);
+    await unlink(join(dir, 'disk1.img'));
+    t.deepEqual(await inspectDiskFile(dir, 'disk1.img'), { kind: 'gone' });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

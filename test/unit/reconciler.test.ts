@@ -108,3 +108,21 @@ test.serial('a NodeDisk deleted meanwhile ends the reconcile quietly', async (t)
   const { r } = reconciler();
   t.deepEqual(await r.reconcile(disk('8', { state: 'Available' })), { deleted: true });
 });
+
+test.serial('a new NodeDisk its agent has not reported yet gets no status until the report or the grace ends', async (t) => {
+  const rest = new RestClient(tokenAccess(SERVER, 't'), { timeoutMs: 2000 });
+  const r = new Reconciler({ client: new NodeDiskClient(rest), events: new EventRecorder(rest, 'unit', silent), log: silent, metrics: controllerMetrics(() => true), staleAfterMs: 60_000, firstReportGraceMs: 5000 });
+  const created = (msAgo: number) => ({ ...disk('5', undefined), metadata: { ...disk('5', undefined).metadata, creationTimestamp: new Date(Date.now() - msAgo).toISOString() } });
+  // nock allows no request here: nothing may be written for a disk created a second ago.
+  const young = await r.reconcile(created(1000));
+  t.false(young.wrote ?? false);
+  t.true(young.requeueAfterMs !== undefined && young.requeueAfterMs > 3000 && young.requeueAfterMs <= 5000, `requeued after ${young.requeueAfterMs} ms`);
+  // A clock far behind the API server's cannot hold the status back longer than the grace.
+  t.true((await r.reconcile(created(-3_600_000))).requeueAfterMs! <= 5000);
+
+  const sent: Body[] = [];
+  nock(SERVER).patch(`${NODEDISKS_PATH}/d1/status`, (b: Body) => (sent.push(b), true)).query(true).reply(200, disk('6', undefined));
+  const old = await r.reconcile(created(6000));
+  t.true(old.wrote);
+  t.like(sent[0]?.status?.controller?.conditions?.find((c) => c.type === 'Ready'), { status: 'Unknown', reason: 'WaitingForAgent' });
+});
