@@ -11,7 +11,7 @@ import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { newNodeDisk } from '../test/fixtures/nodedisks.ts';
 import { ControlPlane } from '../test/harness/controlplane.ts';
-import { REPO_ROOT } from '../test/harness/paths.ts';
+import { REPO_ROOT } from '../scripts/lib/paths.ts';
 
 const SIZES = (process.env.SIZES ?? '10000,50000').split(',').map(Number);
 const NODES = Number(process.env.NODES ?? 200);
