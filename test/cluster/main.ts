@@ -2,7 +2,7 @@
 // built from this checkout (see cluster.ts and docs/adr/0016-local-cluster.md). Stays in the
 // foreground; Ctrl-C tears down everything it made and checks that nothing is left.
 import { existsSync } from 'node:fs';
-import { mkdir, open } from 'node:fs/promises';
+import { mkdir, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../harness/paths.ts';
 import { Cluster, DISK_DIR, NODE_NAMES } from './cluster.ts';
@@ -49,6 +49,8 @@ async function main(): Promise<number> {
     }
   }
   await ensurePackages();
+  // A fresh start: the previous run's logs go (undo already removed the rest).
+  await rm(join(dataDir, 'logs'), { recursive: true, force: true });
   await mkdir(dataDir, { recursive: true });
   say('building the programs (npm run build) …');
   await sh(process.execPath, [join(REPO_ROOT, 'scripts', 'build.ts')], { timeoutMs: 300_000 });

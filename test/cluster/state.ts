@@ -66,7 +66,12 @@ export async function undo(state: ClusterState, log: (line: string) => void): Pr
     const changed = await restoreSysctls(state.sysctls);
     if (changed.length) log(`restored ${changed.join(', ')}`);
   });
-  await attempt('node data', () => rm(`${state.dataDir}/nodes`, { recursive: true, force: true }));
+  // Everything in the data dir but the logs (kept for a look after the fact): node dirs, etcd, images, pki.
+  await attempt('data', async () => {
+    for (const entry of await readdir(state.dataDir).catch(() => [] as string[])) {
+      if (entry !== 'logs') await rm(join(state.dataDir, entry), { recursive: true, force: true });
+    }
+  });
   if (problems.length === 0) await rm(STATE_FILE, { force: true });
   return problems;
 }
