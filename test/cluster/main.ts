@@ -49,8 +49,8 @@ async function main(): Promise<number> {
     }
   }
   await ensurePackages();
-  // A fresh start: the previous run's logs go (undo already removed the rest).
-  await rm(join(dataDir, 'logs'), { recursive: true, force: true });
+  // A fresh start: nothing of an earlier run (its etcd above all) may leak into this one.
+  for (const entry of ['logs', 'etcd', 'nodes', 'images', 'pki', 'kubeconfig', 'apiserver.sock']) await rm(join(dataDir, entry), { recursive: true, force: true });
   await mkdir(dataDir, { recursive: true });
   say('building the programs (npm run build) …');
   await sh(process.execPath, [join(REPO_ROOT, 'scripts', 'build.ts')], { timeoutMs: 300_000 });
