@@ -109,7 +109,13 @@ export class Cluster {
 
   // ---- network ---------------------------------------------------------------------------------
 
+  /** After Ctrl-C, nothing new may be made while teardown runs. */
+  private checkNotStopping(): void {
+    if (this.stopping) throw new Error('stopping');
+  }
+
   private async addNetns(name: string): Promise<void> {
+    this.checkNotStopping();
     await this.record((s) => s.netns.push(name));
     await sh('ip', ['netns', 'add', name]);
     await sh('ip', ['-n', name, 'link', 'set', 'lo', 'up']);
@@ -135,11 +141,13 @@ export class Cluster {
   // ---- processes -------------------------------------------------------------------------------
 
   private async addCgroup(name: string): Promise<void> {
+    this.checkNotStopping();
     await this.record((s) => s.cgroups.push(name));
     await createCgroup(name);
   }
 
   private start(name: string, cgroup: string, target: string, argv: string[], supervise = false): ServerProcess {
+    this.checkNotStopping();
     const proc = new ServerProcess(name, join(this.dataDir, 'logs', `${name}.log`));
     const launch = () => proc.start(ENTER, [cgroup, target, ...argv]);
     launch();
@@ -396,21 +404,26 @@ state = "/run/containerd"
     return out.split('\n').filter((s) => s === 'True').length;
   }
 
-  /** Brings the whole cluster up. */
-  async up(): Promise<void> {
-    const t0 = Date.now();
-    [this.cp, this.nb] = [await ensureBinaries(this.log), await ensureNodeBinaries(this.log)];
-    await this.network();
-    const images = await buildImages(this.nb.pause);
+  /** Builds the images into files (their buffers, ~260 MiB, are garbage once this returns). */
+  private async writeImages(): Promise<string[]> {
     const imageDir = join(this.dataDir, 'images');
     await mkdir(imageDir, { recursive: true });
     const files: string[] = [];
-    for (const img of images) {
+    for (const img of await buildImages(this.nb.pause)) {
       const f = join(imageDir, `${img.name.replace(/[/:]/g, '_')}.tar`);
       await writeArchive(img, f);
       files.push(f);
       this.log(`image ${img.name} ${img.digest} (${(img.layerBytes / 1024 / 1024).toFixed(1)} MiB uncompressed)`);
     }
+    return files;
+  }
+
+  /** Brings the whole cluster up. */
+  async up(): Promise<void> {
+    const t0 = Date.now();
+    [this.cp, this.nb] = [await ensureBinaries(this.log), await ensureNodeBinaries(this.log)];
+    await this.network();
+    const files = await this.writeImages();
     const tcp = Date.now();
     await this.controlPlane();
     this.figures.controlPlaneSeconds = ((Date.now() - tcp) / 1000).toFixed(1);
