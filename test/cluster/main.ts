@@ -117,7 +117,11 @@ Ctrl-C here stops it and removes everything it made.`);
     await new Promise(() => {});
     return 0;
   } catch (err) {
-    if (signalled) return 0;
+    // Ctrl-C during the start makes the start fail ("stopping"): finish the teardown before exiting.
+    if (signalled) {
+      await teardown();
+      return 0;
+    }
     console.error(`error: ${(err as Error).message}`);
     console.error(`logs: ${join(dataDir, 'logs')}`);
     await teardown();
