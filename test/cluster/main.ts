@@ -1,0 +1,132 @@
+// `npm run cluster`: a real three-node Kubernetes on this machine running NodeDisks as pods from images
+// built from this checkout (see cluster.ts and docs/adr/0016-local-cluster.md). Stays in the
+// foreground; Ctrl-C tears down everything it made and checks that nothing is left.
+import { existsSync } from 'node:fs';
+import { mkdir, open, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { Cluster, DISK_DIR, NODE_NAMES } from './cluster.ts';
+import { sh } from './host.ts';
+import { isAlive, leftovers, readState, undo } from './state.ts';
+
+const say = (line: string) => console.log(line);
+const dataDir = process.env.NODEDISKS_CLUSTER_DIR || join(REPO_ROOT, '.nodedisks-cluster');
+const OVERLAY = join(REPO_ROOT, 'kustomize', 'overlays', 'local-cluster');
+const DISKS_PER_NODE = 3;
+const DISK_BYTES = 64 * 1024 * 1024;
+
+/** The Debian packages the nodes need, and a file each one installs. */
+const PACKAGES: [pkg: string, file: string][] = [
+  ['containerd', '/usr/bin/containerd'],
+  ['runc', '/usr/sbin/runc'],
+  ['containernetworking-plugins', '/usr/lib/cni/loopback'],
+];
+
+async function ensurePackages(): Promise<void> {
+  const missing = PACKAGES.filter(([, f]) => !existsSync(f)).map(([p]) => p);
+  if (missing.length === 0) return;
+  if (!existsSync('/usr/bin/apt-get')) throw new Error(`install ${missing.join(', ')} (their Debian names), then run again`);
+  say(`installing ${missing.join(' ')} with apt-get …`);
+  await sh('apt-get', ['install', '-y', '--no-install-recommends', ...missing], { timeoutMs: 600_000, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+}
+
+async function main(): Promise<number> {
+  if (process.getuid?.() !== 0) {
+    console.error('error: npm run cluster must run as root: it makes network namespaces, cgroups and mounts for its nodes (sudo npm run cluster)');
+    return 1;
+  }
+  const previous = readState();
+  if (previous && isAlive(previous)) {
+    console.error(`error: a local cluster is already running (pid ${previous.pid}, kubeconfig ${join(previous.dataDir, 'kubeconfig')}); stop it with Ctrl-C in its terminal, or kill -INT ${previous.pid}`);
+    return 1;
+  }
+  if (previous) {
+    say(`cleaning up after a local cluster that did not stop (pid ${previous.pid}) …`);
+    const problems = await undo(previous, say);
+    if (problems.length) {
+      console.error(`error: could not clean up: ${problems.join('; ')}`);
+      return 1;
+    }
+  }
+  await ensurePackages();
+  // A fresh start: nothing of an earlier run (its etcd above all) may leak into this one.
+  for (const entry of ['logs', 'etcd', 'nodes', 'images', 'pki', 'kubeconfig', 'apiserver.sock']) await rm(join(dataDir, entry), { recursive: true, force: true });
+  await mkdir(dataDir, { recursive: true });
+  say('building the programs (npm run build) …');
+  await sh(process.execPath, [join(REPO_ROOT, 'scripts', 'build.ts')], { timeoutMs: 300_000 });
+
+  const cluster = await Cluster.create({ dataDir, log: say });
+  let stopping: Promise<void> | undefined;
+  const teardown = async (): Promise<void> => {
+    stopping ??= (async () => {
+      say('\ntearing down the local cluster …');
+      await cluster.stopProcesses();
+      const problems = await undo(cluster.state, say);
+      for (const p of problems) console.error(`error: ${p}`);
+      const left = await leftovers(cluster.state.sysctls);
+      if (left.length) console.error(`error: left behind:\n  ${left.join('\n  ')}`);
+      else say('torn down: no namespace, cgroup, mount or changed kernel setting left.');
+    })();
+    await stopping;
+  };
+  let signalled = false;
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(sig, () => {
+      signalled = true;
+      void teardown().then(() => process.exit(0));
+    });
+  }
+
+  try {
+    const t0 = Date.now();
+    await cluster.up();
+    say(`3 nodes Ready ${cluster.figures.nodesReadySeconds} s after the kubelets started (control plane ${cluster.figures.controlPlaneSeconds} s)`);
+    for (const n of cluster.nodes) {
+      for (let i = 1; i <= DISKS_PER_NODE; i++) {
+        const f = await open(join(n.dir, 'node-disks-manager', 'disks', `disk${i}.img`), 'w');
+        await f.truncate(DISK_BYTES); // sparse
+        await f.close();
+      }
+    }
+    const tw = Date.now();
+    await cluster.until('the overlay applies', 120_000, async () => (await cluster.kubectl(['apply', '--server-side', '-k', OVERLAY]).then(() => true, (e: Error) => (say(e.message.split('\n')[0] ?? ''), false))));
+    await cluster.until('the agent DaemonSet is ready on 3 nodes', 300_000, async () => {
+      const out = await cluster.kubectl(['-n', 'node-disks-system', 'get', 'daemonset/node-disks-agent', '-o', 'jsonpath={.status.numberReady}/{.status.desiredNumberScheduled}']).catch(() => '');
+      return out === '3/3';
+    });
+    await cluster.until('the controller Deployment is available', 300_000, async () => {
+      const out = await cluster.kubectl(['-n', 'node-disks-system', 'get', 'deployment/node-disks-operator', '-o', 'jsonpath={.status.availableReplicas}/{.spec.replicas}']).catch(() => '');
+      const [a, b] = out.split('/');
+      return a !== '' && a === b;
+    });
+    const expected = NODE_NAMES.length * DISKS_PER_NODE;
+    await cluster.until(`${expected} NodeDisks are reported`, 120_000, async () => {
+      const out = await cluster.kubectl(['get', 'nodedisks', '-o', 'jsonpath={range .items[*]}{.status.node.phase}{"\\n"}{end}']).catch(() => '');
+      return out.split('\n').filter(Boolean).length === expected;
+    });
+    say(`NodeDisks running as pods ${((Date.now() - tw) / 1000).toFixed(1)} s after the nodes were Ready; ${((Date.now() - t0) / 1000).toFixed(1)} s in all`);
+    say(await cluster.kubectl(['get', 'nodes,pods', '-A', '-o', 'wide']));
+    say(`
+The local cluster is up: ${NODE_NAMES.join(', ')}, disks in ${DISK_DIR} on each.
+
+  export KUBECONFIG=${cluster.kubeconfig}
+  kubectl get nodedisks
+  npm run cluster:ssh -- node-disks-dev-m02 ls -l ${DISK_DIR}
+
+Ctrl-C here stops it and removes everything it made.`);
+    await new Promise(() => {});
+    return 0;
+  } catch (err) {
+    // Ctrl-C during the start makes the start fail ("stopping"): finish the teardown before exiting.
+    if (signalled) {
+      await teardown();
+      return 0;
+    }
+    console.error(`error: ${(err as Error).message}`);
+    console.error(`logs: ${join(dataDir, 'logs')}`);
+    await teardown();
+    return 1;
+  }
+}
+
+process.exit(await main());

@@ -1,0 +1,165 @@
+// A small OCI image writer: one uncompressed layer from a list of files, an image config, a manifest,
+// and an OCI archive (oci-layout + index.json + blobs) that `ctr images import` and `docker load`
+// accept. Reproducible by construction: entries sorted, every timestamp 0, owner 0:0 unless given, no
+// "created" field, so the same inputs give the same digest.
+
+import { createHash } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+
+export type Entry =
+  | { path: string; type: 'file'; content: Buffer; mode: number; uid?: number; gid?: number }
+  | { path: string; type: 'dir'; mode: number; uid?: number; gid?: number }
+  | { path: string; type: 'symlink'; target: string };
+
+function octal(n: number, width: number): string {
+  return n.toString(8).padStart(width - 1, '0') + '\0';
+}
+
+function header(name: string, opts: { size: number; mode: number; uid: number; gid: number; typeflag: string; linkname?: string }): Buffer {
+  const h = Buffer.alloc(512, 0);
+  let prefix = '';
+  let base = name;
+  if (Buffer.byteLength(name) > 100) {
+    // ustar splits a long name at a '/' into prefix (155) and name (100).
+    const cut = name.lastIndexOf('/', 155);
+    if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100) throw new Error(`path too long for a tar header: ${name}`);
+    prefix = name.slice(0, cut);
+    base = name.slice(cut + 1);
+  }
+  h.write(base, 0, 100, 'utf8');
+  h.write(octal(opts.mode & 0o7777, 8), 100, 'ascii');
+  h.write(octal(opts.uid, 8), 108, 'ascii');
+  h.write(octal(opts.gid, 8), 116, 'ascii');
+  h.write(octal(opts.size, 12), 124, 'ascii');
+  h.write(octal(0, 12), 136, 'ascii'); // mtime 0: reproducible
+  h.write('        ', 148, 'ascii'); // checksum placeholder
+  h.write(opts.typeflag, 156, 'ascii');
+  if (opts.linkname) h.write(opts.linkname, 157, 100, 'utf8');
+  h.write('ustar\0', 257, 'ascii');
+  h.write('00', 263, 'ascii');
+  h.write(prefix, 345, 155, 'utf8');
+  let sum = 0;
+  for (const b of h) sum += b;
+  h.write(octal(sum, 7) + ' ', 148, 'ascii');
+  return h;
+}
+
+/** A tar archive of the entries (paths without a leading '/'), sorted, parents listed before children. */
+export function tar(entries: Entry[]): Buffer {
+  const parts: Buffer[] = [];
+  const sorted = [...entries].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  for (const e of sorted) {
+    const path = e.path.replace(/^\/+/, '');
+    if (e.type === 'dir') {
+      parts.push(header(`${path}/`, { size: 0, mode: e.mode, uid: e.uid ?? 0, gid: e.gid ?? 0, typeflag: '5' }));
+    } else if (e.type === 'symlink') {
+      parts.push(header(path, { size: 0, mode: 0o777, uid: 0, gid: 0, typeflag: '2', linkname: e.target }));
+    } else {
+      parts.push(header(path, { size: e.content.length, mode: e.mode, uid: e.uid ?? 0, gid: e.gid ?? 0, typeflag: '0' }));
+      parts.push(e.content);
+      const pad = (512 - (e.content.length % 512)) % 512;
+      if (pad) parts.push(Buffer.alloc(pad));
+    }
+  }
+  parts.push(Buffer.alloc(1024));
+  return Buffer.concat(parts);
+}
+
+/** Adds the parent directories every entry needs (mode 0755, root) that the list does not have. */
+export function withParents(entries: Entry[]): Entry[] {
+  const have = new Set(entries.map((e) => e.path.replace(/^\/+|\/+$/g, '')));
+  const out = [...entries];
+  for (const e of entries) {
+    const parts = e.path.replace(/^\/+/, '').split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join('/');
+      if (!have.has(dir)) {
+        have.add(dir);
+        out.push({ path: dir, type: 'dir', mode: 0o755 });
+      }
+    }
+  }
+  return out;
+}
+
+const sha256 = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
+
+export interface ImageConfig {
+  entrypoint: string[];
+  user: string;
+  env: string[];
+  workingDir?: string;
+  exposedPorts?: string[];
+  labels?: Record<string, string>;
+}
+
+export interface BuiltImage {
+  /** The full reference, e.g. docker.io/library/node-disks-agent:dev. */
+  name: string;
+  /** The manifest digest: what a registry and `crictl images --digests` report. */
+  digest: string;
+  /** The uncompressed layer size in bytes. */
+  layerBytes: number;
+  archive: Buffer;
+}
+
+/** An OCI archive of one image made of one layer. */
+export function ociArchive(name: string, entries: Entry[], cfg: ImageConfig): BuiltImage {
+  const layer = tar(withParents(entries));
+  const layerDigest = sha256(layer);
+  const config = Buffer.from(
+    JSON.stringify({
+      architecture: ({ x64: 'amd64', arm64: 'arm64' } as Record<string, string>)[process.arch] ?? process.arch,
+      os: 'linux',
+      config: {
+        User: cfg.user,
+        Env: cfg.env,
+        Entrypoint: cfg.entrypoint,
+        ...(cfg.workingDir ? { WorkingDir: cfg.workingDir } : {}),
+        ...(cfg.exposedPorts ? { ExposedPorts: Object.fromEntries(cfg.exposedPorts.map((p) => [p, {}])) } : {}),
+        ...(cfg.labels ? { Labels: cfg.labels } : {}),
+      },
+      rootfs: { type: 'layers', diff_ids: [layerDigest] },
+      history: [{ created_by: 'nodedisks test/cluster/images.ts' }],
+    }),
+  );
+  const manifest = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: sha256(config), size: config.length },
+      layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar', digest: layerDigest, size: layer.length }],
+    }),
+  );
+  const digest = sha256(manifest);
+  const tag = name.slice(name.lastIndexOf(':') + 1);
+  const index = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.index.v1+json',
+      manifests: [
+        {
+          mediaType: 'application/vnd.oci.image.manifest.v1+json',
+          digest,
+          size: manifest.length,
+          annotations: { 'io.containerd.image.name': name, 'org.opencontainers.image.ref.name': tag },
+        },
+      ],
+    }),
+  );
+  const blob = (b: Buffer): Entry => ({ path: `blobs/sha256/${sha256(b).slice(7)}`, type: 'file', content: b, mode: 0o644 });
+  const archive = tar(
+    withParents([
+      { path: 'oci-layout', type: 'file', content: Buffer.from('{"imageLayoutVersion":"1.0.0"}'), mode: 0o644 },
+      { path: 'index.json', type: 'file', content: index, mode: 0o644 },
+      blob(layer),
+      blob(config),
+      blob(manifest),
+    ]),
+  );
+  return { name, digest, layerBytes: layer.length, archive };
+}
+
+export async function writeArchive(image: BuiltImage, file: string): Promise<void> {
+  await writeFile(file, image.archive);
+}
