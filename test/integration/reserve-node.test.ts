@@ -2,32 +2,19 @@
 // gets a different disk, nobody's reservation is taken over, and when no disk is free the refusal says
 // why each one is not. The bundled plugin runs as separate processes against a real API server; the
 // NodeDisks and their status.node are written by the test as the node's agent (its own identity).
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import test from 'ava';
 import { FIELD_MANAGER } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { execResult, PLUGIN_BIN, type ExecResult } from '../harness/exec.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
-const PLUGIN = join(REPO_ROOT, 'dist', 'bin', 'kubectl-nodedisks');
 
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function nd(...args: string[]): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(PLUGIN, args, { env: { ...process.env, KUBECONFIG: controlPlane().admin().kubeconfig }, timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
-    );
-  });
+function nd(...args: string[]): Promise<ExecResult> {
+  return execResult(PLUGIN_BIN, args, { env: { KUBECONFIG: controlPlane().admin().kubeconfig }, timeoutMs: 60_000 });
 }
 
 /** Creates the node's disks and reports them, as the node's agent does. */
@@ -48,7 +35,7 @@ const desiredOf = async (node: string): Promise<Map<string, NodeDisk['spec']['de
 };
 
 test.serial.before(() => {
-  if (!existsSync(PLUGIN)) throw new Error('run npm run build first (npm test does)');
+  if (!existsSync(PLUGIN_BIN)) throw new Error('run npm run build first (npm test does)');
 });
 
 test.serial('concurrent reserves of one node each get a different disk; when none is left the refusal says so', async (t) => {

@@ -3,33 +3,20 @@
 // forget it by restarting kube-apiserver: the new cache starts at the current version, so a watch from
 // the object's own (older) version gets 410 Gone. The wait must still work, and cost the API server a
 // handful of requests, not a flood. Requests are counted with the API server's own apiserver_request_total.
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import test from 'ava';
 import { FIELD_MANAGER } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { execResult, PLUGIN_BIN, type ExecResult } from '../harness/exec.ts';
 import { eventually } from '../harness/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
-const PLUGIN = join(REPO_ROOT, 'dist', 'bin', 'kubectl-nodedisks');
 const NODE = 'node-w';
 
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function nd(...args: string[]): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(PLUGIN, args, { env: { ...process.env, KUBECONFIG: controlPlane().admin().kubeconfig }, timeout: 120_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
-    );
-  });
+function nd(...args: string[]): Promise<ExecResult> {
+  return execResult(PLUGIN_BIN, args, { env: { KUBECONFIG: controlPlane().admin().kubeconfig }, timeoutMs: 120_000 });
 }
 
 /** Requests the API server has served for NodeDisks since it started, by verb. */
@@ -62,7 +49,7 @@ async function report(disk: string, phase: 'Available' | 'Reserved'): Promise<vo
 }
 
 test.serial.before(async () => {
-  if (!existsSync(PLUGIN)) throw new Error('run npm run build first (npm test does)');
+  if (!existsSync(PLUGIN_BIN)) throw new Error('run npm run build first (npm test does)');
   const agent = nodeDisksFor(await controlPlane().agent(NODE));
   for (const disk of ['disk1', 'disk2']) {
     await agent.create(newNodeDisk(NODE, disk), { fieldManager: FIELD_MANAGER.agent });
