@@ -1,9 +1,19 @@
 // `npm run build`: bundles the three programs with esbuild into dist/, so a command loads a few files
 // instead of hundreds of modules. dist/plugin/ is what krew ships and what the end-to-end tests run
 // through kubectl; dist/agent/ and dist/controller/ are what the images copy.
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
-import { build } from 'esbuild';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { build, type Plugin } from 'esbuild';
 import { REPO_ROOT } from './lib/paths.ts';
+
+// The programs read only `version` from package.json. Bundling the whole file would make any edit of it
+// (a script, a dev dependency) change the shipped plugin, and with it the krew sha256.
+const { version } = JSON.parse(await readFile(`${REPO_ROOT}/package.json`, 'utf8')) as { version: string };
+const packageVersionOnly: Plugin = {
+  name: 'package-version-only',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]package\.json$/ }, () => ({ contents: JSON.stringify({ version }), loader: 'json' }));
+  },
+};
 
 const programs = [
   // The plugin's launcher enables the compile cache, then imports its main chunk: hence splitting.
@@ -30,6 +40,7 @@ for (const p of programs) {
     metafile: true,
     // Some dependencies are CommonJS and call require(); give the ESM bundle one.
     banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+    plugins: [packageVersionOnly],
     logLevel: 'warning',
   });
   const js = Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.mjs'));
