@@ -23,6 +23,7 @@ import { ServerProcess } from '../harness/process.ts';
 import { createCgroup, mkdirRecorded, readSysctls, restoreSysctls, sh, sleep } from './host.ts';
 import { buildImages } from './images.ts';
 import { writeArchive } from './oci.ts';
+import { splice } from './splice.ts';
 import { processStart, saveState, type ClusterState } from './state.ts';
 
 const ENTER = fileURLToPath(new URL('./enter.sh', import.meta.url));
@@ -261,16 +262,7 @@ export class Cluster {
     // The relay: host 127.0.0.1:<free port> -> unix socket -> (switch netns) 127.0.0.1:6443.
     const socket = join(this.dataDir, 'apiserver.sock');
     this.start('relay', CP_CGROUP, sw, [process.execPath, RELAY, socket, '127.0.0.1', String(API_PORT)]);
-    this.relayServer = createServer((client) => {
-      const upstream = createConnection(socket);
-      client.pipe(upstream).pipe(client);
-      const close = () => {
-        client.destroy();
-        upstream.destroy();
-      };
-      client.on('error', close);
-      upstream.on('error', close);
-    });
+    this.relayServer = createServer((client) => splice(client, createConnection(socket)));
     const port = await new Promise<number>((resolve) => {
       this.relayServer!.listen(0, '127.0.0.1', () => resolve((this.relayServer!.address() as { port: number }).port));
     });

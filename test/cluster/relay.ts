@@ -4,6 +4,7 @@
 // without any change to the host's own network namespace. Bytes pass through untouched (TLS end to end).
 import { createConnection, createServer } from 'node:net';
 import { rmSync } from 'node:fs';
+import { splice } from './splice.ts';
 
 const [socket, host, port] = process.argv.slice(2);
 if (!socket || !host || !port) {
@@ -11,16 +12,7 @@ if (!socket || !host || !port) {
   process.exit(2);
 }
 rmSync(socket, { force: true });
-const server = createServer((client) => {
-  const upstream = createConnection({ host, port: Number(port) });
-  client.pipe(upstream).pipe(client);
-  const close = () => {
-    client.destroy();
-    upstream.destroy();
-  };
-  client.on('error', close);
-  upstream.on('error', close);
-});
+const server = createServer((client) => splice(client, createConnection({ host, port: Number(port) })));
 server.listen(socket);
 const stop = () => server.close(() => process.exit(0));
 process.on('SIGTERM', stop);
