@@ -52,6 +52,11 @@ export class Agent {
   private readonly heartbeatDue = new Map<string, number>();
   private readonly retryBackoff = new Map<string, Backoff>();
   private readonly lastActionError = new Map<string, string>();
+  /**
+   * Names of this node's NodeDisks that are not the canonical name of their disk, by diskID: kept from the
+   * informer's events so that reconciling a disk does not look through every NodeDisk of the node for them.
+   */
+  private readonly aliases = new Map<string, Set<string>>();
   /** Writes the API server refused (401/403), by diskID, until a reconcile of that disk succeeds. */
   private readonly refused = new Map<string, string>();
   private lastIgnored = '';
@@ -66,9 +71,15 @@ export class Agent {
         watch: (w, signal) => o.client.watch({ ...w, fieldSelector: `spec.nodeName=${o.nodeName}` }, signal),
       },
       {
-        onUpsert: (nd) => this.enqueue(nd.spec.diskID),
+        onUpsert: (nd) => {
+          this.trackAlias(nd, true);
+          this.enqueue(nd.spec.diskID);
+        },
         // A NodeDisk gone (released and let go, or deleted unreserved): rediscover its disk at once.
-        onDelete: (nd) => this.enqueue(nd.spec.diskID),
+        onDelete: (nd) => {
+          this.trackAlias(nd, false);
+          this.enqueue(nd.spec.diskID);
+        },
         onSync: () => {
           for (const nd of this.informer.cache.values()) this.enqueue(nd.spec.diskID, this.sweep);
         },
@@ -443,9 +454,9 @@ export class Agent {
    * and their status says so, so that neither people nor tools take them for the disk.
    */
   private async reportAliases(diskID: string, canonical: string): Promise<void> {
-    for (const alias of [...this.informer.cache.values()]) {
-      const aliasName = alias.metadata.name ?? '';
-      if (alias.spec.diskID !== diskID || aliasName === canonical) continue;
+    for (const aliasName of [...(this.aliases.get(diskID) ?? [])]) {
+      const alias = this.informer.cache.get(aliasName);
+      if (!alias) continue;
       const next = {
         phase: 'Error' as const,
         message: `this NodeDisk's name is not the canonical name ${canonical} of disk ${diskID} on node ${this.o.nodeName}; nothing acts on it: delete it (kubectl delete nodedisk ${aliasName})`,
@@ -465,6 +476,17 @@ export class Agent {
         this.o.log.warn('cannot report the NodeDisk with a non-canonical name', { nodeDisk: aliasName, error: (err as Error).message });
       }
     }
+  }
+
+  private trackAlias(nd: NodeDisk, present: boolean): void {
+    const name = nd.metadata.name ?? '';
+    const diskID = nd.spec.diskID;
+    if (name === nodeDiskName(this.o.nodeName, diskID)) return;
+    const names = this.aliases.get(diskID) ?? new Set<string>();
+    if (present) names.add(name);
+    else names.delete(name);
+    if (names.size > 0) this.aliases.set(diskID, names);
+    else this.aliases.delete(diskID);
   }
 
   private scheduleHeartbeat(diskID: string, current: NodeStatus | undefined): void {
