@@ -20,7 +20,7 @@ import { dump } from 'js-yaml';
 import { ensureBinaries, type ControlPlaneBinaries } from '../controlplane/binaries.ts';
 import { ensureNodeBinaries, type NodeBinaries } from '../controlplane/node-binaries.ts';
 import { ServerProcess } from '../harness/process.ts';
-import { createCgroup, mkdirRecorded, readSysctls, restoreSysctls, sh, sleep } from './host.ts';
+import { createCgroup, killCgroupProcesses, mkdirRecorded, readSysctls, restoreSysctls, sh, sleep } from './host.ts';
 import { buildImages } from './images.ts';
 import { writeArchive } from './oci.ts';
 import { splice } from './splice.ts';
@@ -368,6 +368,11 @@ state = "/run/containerd"
       'unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', `${binds} && echo $$ > '${pidFile}' && exec sleep infinity`,
     ]);
     await this.until(`the holder of ${n.name} is up`, 20_000, async () => existsSync(pidFile));
+    await this.startDaemons(n);
+  }
+
+  /** containerd, then the kubelet, of a node whose holder (its mount namespace) runs. */
+  private async startDaemons(n: NodeSpec): Promise<void> {
     const target = `pid:${holderPid(n)}`;
     this.start(`containerd-${n.short}`, n.cgroup, target, ['containerd', '--config', join(n.dir, 'containerd.toml')]);
     const address = join(n.dir, 'run-containerd', 'containerd.sock');
@@ -381,6 +386,46 @@ state = "/run/containerd"
       `--cert-dir=${join(n.dir, 'cert')}`,
       '--v=1',
     ]);
+  }
+
+  private node(name: string): NodeSpec {
+    const n = this.nodes.find((x) => x.name === name || x.short === name);
+    if (!n) throw new Error(`no node ${name} in the local cluster; the nodes are ${NODE_NAMES.join(', ')}`);
+    return n;
+  }
+
+  /**
+   * "Power off" one node, keeping its disks: its kubelet and containerd stop, then every other process
+   * of the node (shims, containers) is killed, as a reboot would. The holder stays: it is the machine's
+   * file system view (its disk dir), not a process the node runs.
+   */
+  async stopNode(name: string): Promise<void> {
+    const n = this.node(name);
+    for (const prefix of ['kubelet', 'containerd']) {
+      const proc = this.procs.find((p) => p.name === `${prefix}-${n.short}` && p.running);
+      await proc?.stop(10_000);
+    }
+    const holder = holderPid(n);
+    await killCgroupProcesses(n.cgroup, (pid) => pid !== holder);
+    this.log(`node ${n.name} stopped (kubelet, containerd and its containers)`);
+  }
+
+  /** Starts a stopped node's containerd and kubelet again; returns once the Node is Ready. */
+  async startStoppedNode(name: string): Promise<void> {
+    const n = this.node(name);
+    if (this.procs.some((p) => (p.name === `kubelet-${n.short}` || p.name === `containerd-${n.short}`) && p.running)) {
+      throw new Error(`node ${n.name} is running; stop it first`);
+    }
+    const t0 = Date.now();
+    await this.startDaemons(n);
+    await this.until(`${n.name} is Ready again`, 300_000, async () => {
+      const out = await this.kubectl(['get', 'node', n.name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']).catch(() => '');
+      return out === 'True';
+    });
+    // The kubelet set kernel.panic & co. again when it started.
+    const changed = await restoreSysctls(this.state.sysctls);
+    if (changed.length) this.log(`restored kernel settings the kubelet changed: ${changed.join(', ')}`);
+    this.log(`node ${n.name} Ready again ${((Date.now() - t0) / 1000).toFixed(1)} s after its start`);
   }
 
   async importImages(files: string[]): Promise<void> {

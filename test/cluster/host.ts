@@ -106,12 +106,13 @@ async function pidsIn(name: string): Promise<number[]> {
 }
 
 /**
- * Ends every process in cgroup /<name> (all of them descend from processes the cluster started and
- * moved there: containerd, its shims, containers, kubelet), then removes the cgroup tree, deepest first.
+ * SIGKILLs the processes in cgroup /<name> and its subtree that `which` selects (all, by default) until
+ * none is left: all of them descend from processes the cluster started and moved there (containerd, its
+ * shims, containers, kubelet).
  */
-export async function killAndRemoveCgroup(name: string, log: (line: string) => void): Promise<void> {
+export async function killCgroupProcesses(name: string, which: (pid: number) => boolean = () => true): Promise<void> {
   const deadline = Date.now() + 20_000;
-  for (let pids = await pidsIn(name); pids.length > 0; pids = await pidsIn(name)) {
+  for (let pids = (await pidsIn(name)).filter(which); pids.length > 0; pids = (await pidsIn(name)).filter(which)) {
     if (Date.now() > deadline) throw new Error(`processes ${pids.join(' ')} in cgroup /${name} did not end`);
     for (const pid of pids) {
       try {
@@ -122,6 +123,11 @@ export async function killAndRemoveCgroup(name: string, log: (line: string) => v
     }
     await sleep(200);
   }
+}
+
+/** Ends every process in cgroup /<name>, then removes the cgroup tree, deepest first. */
+export async function killAndRemoveCgroup(name: string, log: (line: string) => void): Promise<void> {
+  await killCgroupProcesses(name);
   for (const h of await hierarchies()) {
     for (const dir of (await subtree(join(h, name))).reverse()) {
       for (let i = 0; ; i++) {

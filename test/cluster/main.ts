@@ -6,6 +6,7 @@ import { mkdir, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { Cluster, DISK_DIR, NODE_NAMES } from './cluster.ts';
+import { serveControl } from './control.ts';
 import { sh } from './host.ts';
 import { isAlive, leftovers, readState, undo } from './state.ts';
 
@@ -50,7 +51,7 @@ async function main(): Promise<number> {
   }
   await ensurePackages();
   // A fresh start: nothing of an earlier run (its etcd above all) may leak into this one.
-  for (const entry of ['logs', 'etcd', 'nodes', 'images', 'pki', 'kubeconfig', 'apiserver.sock']) await rm(join(dataDir, entry), { recursive: true, force: true });
+  for (const entry of ['logs', 'etcd', 'nodes', 'images', 'pki', 'kubeconfig', 'apiserver.sock', 'control.sock']) await rm(join(dataDir, entry), { recursive: true, force: true });
   await mkdir(dataDir, { recursive: true });
   say('building the programs (npm run build) …');
   await sh(process.execPath, [join(REPO_ROOT, 'scripts', 'build.ts')], { timeoutMs: 300_000 });
@@ -105,6 +106,8 @@ async function main(): Promise<number> {
       return out.split('\n').filter(Boolean).length === expected;
     });
     say(`NodeDisks running as pods ${((Date.now() - tw) / 1000).toFixed(1)} s after the nodes were Ready; ${((Date.now() - t0) / 1000).toFixed(1)} s in all`);
+    const control = await serveControl(dataDir, (action, node) => (action === 'stop' ? cluster.stopNode(node) : cluster.startStoppedNode(node)));
+    process.once('exit', () => control.close());
     say(await cluster.kubectl(['get', 'nodes,pods', '-A', '-o', 'wide']));
     say(`
 The local cluster is up: ${NODE_NAMES.join(', ')}, disks in ${DISK_DIR} on each.
@@ -112,6 +115,7 @@ The local cluster is up: ${NODE_NAMES.join(', ')}, disks in ${DISK_DIR} on each.
   export KUBECONFIG=${cluster.kubeconfig}
   kubectl get nodedisks
   npm run cluster:ssh -- node-disks-dev-m02 ls -l ${DISK_DIR}
+  npm run cluster:node -- node-disks-dev-m04 stop    (then start: a node reboot)
 
 Ctrl-C here stops it and removes everything it made.`);
     await new Promise(() => {});

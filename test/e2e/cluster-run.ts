@@ -1,0 +1,87 @@
+// What the e2e tests share: `npm run cluster` started as a child process with its own data dir, its
+// output watched, kubectl and cluster:ssh against it, polling with generous deadlines (the machine is
+// loaded), and the check that a teardown left the host exactly as found.
+import type { ExecutionContext } from 'ava';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { readSysctls, sh, sleep } from '../cluster/host.ts';
+import { leftovers } from '../cluster/state.ts';
+
+const MAIN = join(REPO_ROOT, 'test', 'cluster', 'main.ts');
+const SSH = join(REPO_ROOT, 'test', 'cluster', 'ssh.ts');
+const NODE = join(REPO_ROOT, 'test', 'cluster', 'node.ts');
+export const UP = 'Ctrl-C here stops it';
+export const TORN_DOWN = /torn down: no namespace, cgroup, mount or changed kernel setting left\./;
+
+export interface Run {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+export function clusterEnv(): { dataDir: string; env: NodeJS.ProcessEnv } {
+  const dataDir = mkdtempSync(join(tmpdir(), 'nodedisks-cluster-e2e-'));
+  return { dataDir, env: { ...process.env, NODEDISKS_CLUSTER_DIR: dataDir } };
+}
+
+export function startCluster(env: NodeJS.ProcessEnv): Run {
+  let out = '';
+  const child = spawn(process.execPath, [MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => out, exited };
+}
+
+export async function waitForOutput(run: Run, text: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited = false;
+  void run.exited.then(() => (exited = true));
+  while (!run.output().includes(text)) {
+    if (exited || Date.now() > deadline) throw new Error(`no "${text}" in the output:\n${run.output()}`);
+    await sleep(500);
+  }
+}
+
+/** Polls `probe` every second until it returns a value `ok` accepts; fails naming what it last saw. */
+export async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T | string = '(nothing yet)';
+  for (;;) {
+    try {
+      const v = await probe();
+      if (ok(v)) return v;
+      last = v;
+    } catch (err) {
+      last = `error: ${(err as Error).message}`;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting until ${what}; last seen: ${JSON.stringify(last)}`);
+    await sleep(1000);
+  }
+}
+
+/** `npm run cluster:ssh -- <node> <command…>`, as a person would type it. */
+export function onNode(env: NodeJS.ProcessEnv, node: string, command: string[]): Promise<string> {
+  return sh(process.execPath, [SSH, node, ...command], { env });
+}
+
+/** `npm run cluster:node -- <node> stop|start`. */
+export function nodeControl(env: NodeJS.ProcessEnv, node: string, action: 'stop' | 'start'): Promise<string> {
+  return sh(process.execPath, [NODE, node, action], { env, timeoutMs: 600_000 });
+}
+
+export async function assertNothingLeft(t: ExecutionContext, before: Record<string, string>): Promise<void> {
+  t.deepEqual(await leftovers(before), []);
+  t.deepEqual(await readSysctls(), before);
+  // A shim killed with its cluster lingers a moment as a zombie until its new parent reaps it: poll, and
+  // fail only if a matching process is still there after a generous wait.
+  const ours = /node-disks-(agent|operator)\.mjs|containerd-shim|\/pause$/m;
+  let ps = await sh('ps', ['-eo', 'args']);
+  for (const deadline = Date.now() + 60_000; ours.test(ps) && Date.now() < deadline; ps = await sh('ps', ['-eo', 'args'])) {
+    await sleep(1000);
+  }
+  t.notRegex(ps, ours);
+}
