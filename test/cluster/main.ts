@@ -71,11 +71,16 @@ async function main(): Promise<number> {
     await stopping;
   };
   let signalled = false;
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(sig, () => {
-      signalled = true;
-      void teardown().then(() => process.exit(0));
-    });
+  const stop = () => {
+    signalled = true;
+    void teardown().then(() => process.exit(0));
+  };
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, stop);
+  // Started by a test (NODEDISKS_CLUSTER_STOP_ON_EOF=1, stdin a pipe from it): when that process dies,
+  // however (a SIGKILLed test worker), stdin ends, and the cluster tears down as on Ctrl-C.
+  if (process.env.NODEDISKS_CLUSTER_STOP_ON_EOF === '1') {
+    process.stdin.on('end', stop);
+    process.stdin.resume();
   }
 
   try {

@@ -82,8 +82,7 @@ export async function ensureBinaries(log?: (line: string) => void): Promise<Cont
   const result = { ...inDir(dir), kubernetesVersion: versions.kubernetes, etcdVersion: versions.etcd };
   if (await allPresent(dir)) return { ...result, source: 'cache' };
 
-  // Kubernetes stamps its version through ldflags (as its own build does), so `--version` tells the truth.
-  const kubeLdflags = `-s -w -X k8s.io/component-base/version.gitVersion=${versions.kubernetes} -X k8s.io/client-go/pkg/version.gitVersion=${versions.kubernetes}`;
+  const kubeLdflags = kubernetesLdflags(versions.kubernetes);
   const how = await ensureGoBuild({
     what: `the test control plane (Kubernetes ${versions.kubernetes}, etcd ${versions.etcd})`,
     takes: 'about 7 minutes on 2 cores',
@@ -98,4 +97,55 @@ export async function ensureBinaries(log?: (line: string) => void): Promise<Cont
     log,
   });
   return { ...result, source: how };
+}
+
+/** Kubernetes stamps its version through ldflags (as its own build does), so `--version` tells the truth. */
+function kubernetesLdflags(version: string): string {
+  return `-s -w -X k8s.io/component-base/version.gitVersion=${version} -X k8s.io/client-go/pkg/version.gitVersion=${version}`;
+}
+
+export interface NodeBinaries {
+  dir: string;
+  kubelet: string;
+  kubeControllerManager: string;
+  kubeScheduler: string;
+  pause: string;
+  kubernetesVersion: string;
+  source: 'cache' | 'built';
+}
+
+/**
+ * What the local cluster (test/cluster, `npm run cluster`) needs beyond the test control plane: kubelet,
+ * kube-controller-manager, kube-scheduler of the same pinned k8s.io/kubernetes as kube-apiserver, and
+ * `pause` (pause/main.go), the pod sandbox process, since registry.k8s.io/pause cannot be pulled offline.
+ * Built only on demand (`npm test` never asks for them), into a cache entry beside the control plane's.
+ */
+export async function ensureNodeBinaries(log?: (line: string) => void): Promise<NodeBinaries> {
+  const { kubernetes } = await pinnedVersions();
+  const { os, arch } = goPlatform();
+  const dir = join(cacheRoot(), 'controlplane', `node-kube-${kubernetes}-${os}-${arch}`);
+  const ldflags = kubernetesLdflags(kubernetes);
+  const source = await ensureGoBuild({
+    what: `kubelet, kube-controller-manager and kube-scheduler ${kubernetes} for the local cluster`,
+    // Measured: kubelet 628 s, then kube-controller-manager 345 s, on 2 shared cores (docs/adr/0016).
+    takes: 'about 16 minutes on 2 loaded cores',
+    moduleDir,
+    dir,
+    targets: [
+      { name: 'kubelet', pkg: 'k8s.io/kubernetes/cmd/kubelet', ldflags },
+      { name: 'kube-controller-manager', pkg: 'k8s.io/kubernetes/cmd/kube-controller-manager', ldflags },
+      { name: 'kube-scheduler', pkg: 'k8s.io/kubernetes/cmd/kube-scheduler', ldflags },
+      { name: 'pause', pkg: './pause' },
+    ],
+    log,
+  });
+  return {
+    dir,
+    kubelet: join(dir, 'kubelet'),
+    kubeControllerManager: join(dir, 'kube-controller-manager'),
+    kubeScheduler: join(dir, 'kube-scheduler'),
+    pause: join(dir, 'pause'),
+    kubernetesVersion: kubernetes,
+    source,
+  };
 }

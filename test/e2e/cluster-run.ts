@@ -29,7 +29,8 @@ export function clusterEnv(): { dataDir: string; env: NodeJS.ProcessEnv } {
 
 export function startCluster(env: NodeJS.ProcessEnv): Run {
   let out = '';
-  const child = spawn(process.execPath, [MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // stdin a pipe we never write: if this test process dies, the cluster sees EOF and tears down.
+  const child = spawn(process.execPath, [MAIN], { env: { ...env, NODEDISKS_CLUSTER_STOP_ON_EOF: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -1,0 +1,18 @@
+// The first step of `npm run test:e2e`: builds (once, cached) everything the local cluster needs, so
+// that the e2e tests' deadlines measure the cluster, not a cold Go build (~16 minutes on 2 loaded
+// cores); and refuses early, with the reason, when not run as root.
+import { ensureBinaries, ensureNodeBinaries } from '../controlplane/binaries.ts';
+
+if (process.getuid?.() !== 0) {
+  console.error('error: npm run test:e2e must run as root: it starts the local cluster (network namespaces, cgroups, mounts); run it with sudo');
+  process.exit(1);
+}
+try {
+  const started = Date.now();
+  const cp = await ensureBinaries();
+  const nb = await ensureNodeBinaries();
+  console.error(`local cluster binaries: Kubernetes ${nb.kubernetesVersion} (control plane ${cp.source}, node binaries ${nb.source}: ${nb.dir}) ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+} catch (err) {
+  console.error(`error: ${(err as Error).message}`);
+  process.exit(1);
+}
