@@ -1,19 +1,18 @@
-// What goes into each image of the local cluster, built without Docker from this checkout:
-//   agent       Node 24 (the pinned binary, with the shared libraries it links, from this Debian 12
-//               host: the same base as distroless/nodejs24-debian12) + dist/agent/, runs as 0:0
-//               without capabilities (the Dockerfile's agent target)
-//   controller  the same runtime + dist/controller/, runs as 65532:65532 (the Dockerfile's nonroot)
-//   pause       the pod sandbox process (test/controlplane/pause), since registry.k8s.io cannot be pulled
-// The layout follows the Dockerfile (/nodejs/bin/node, /app/<program>.mjs) so the manifests run either.
+// The local cluster's images, built without Docker from scripts/lib/image-spec.ts (the one definition
+// the Dockerfile is generated from, too): for each image there, the Node 24 runtime (the pinned binary
+// and the shared libraries it links, from this Debian 12 host: the same base as
+// distroless/nodejs24-debian12), <distDir>/ and LICENSE in APP_DIR, its user and entrypoint; plus
+// pause, the pod sandbox process (test/controlplane/pause), since registry.k8s.io cannot be pulled.
 
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { APP_DIR, ENV, IMAGES, NODE_PATH } from '../../scripts/lib/image-spec.ts';
 import { sh } from './host.ts';
 import { ociArchive, type BuiltImage, type Entry } from './oci.ts';
 
-export const AGENT_IMAGE = 'docker.io/library/node-disks-agent:dev';
-export const CONTROLLER_IMAGE = 'docker.io/library/node-disks-operator:dev';
+/** The name the overlay asks for (kustomize/overlays/local-cluster: newTag dev, never pulled). */
+export const imageRef = (name: string) => `docker.io/library/${name}:dev`;
 export const PAUSE_IMAGE = 'localhost/nodedisks-pause:1';
 
 async function fileEntry(hostPath: string, imagePath: string, mode?: number): Promise<Entry> {
@@ -35,7 +34,7 @@ async function treeEntries(hostDir: string, imageDir: string): Promise<Entry[]> 
 /** The Node binary and every shared library it loads, at the paths its dynamic loader looks for them. */
 async function nodeRuntime(): Promise<Entry[]> {
   const node = await realpath(join(REPO_ROOT, 'node_modules', '.bin', 'node'));
-  const out: Entry[] = [await fileEntry(node, 'nodejs/bin/node', 0o755)];
+  const out: Entry[] = [await fileEntry(node, NODE_PATH.slice(1), 0o755)];
   for (const line of (await sh('ldd', [node])).split('\n')) {
     const m = /(?:=>\s*)?(\/\S+)\s+\(0x/.exec(line);
     if (m?.[1]) out.push(await fileEntry(m[1], m[1].slice(1), 0o755));
@@ -53,23 +52,23 @@ function base(): Entry[] {
   ];
 }
 
-const ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/nodejs/bin', 'NODE_ENV=production'];
-
-/** Builds the agent and controller images from dist/ (run `npm run build` first) and the pause image. */
+/** Builds the images of image-spec.ts from dist/ (run `npm run build` first), and the pause image. */
 export async function buildImages(pauseBinary: string): Promise<BuiltImage[]> {
   const runtime = await nodeRuntime();
-  const license = await fileEntry(join(REPO_ROOT, 'LICENSE'), 'app/LICENSE', 0o644);
-  const program = async (dir: string, main: string, name: string, user: string): Promise<BuiltImage> =>
-    ociArchive(name, [...base(), ...runtime, license, ...(await treeEntries(join(REPO_ROOT, 'dist', dir), 'app'))], {
-      entrypoint: ['/nodejs/bin/node', `/app/${main}`],
-      user,
-      env: ENV,
-      workingDir: '/app',
-      exposedPorts: ['8080/tcp'],
-    });
-  return [
-    await program('agent', 'node-disks-agent.mjs', AGENT_IMAGE, '0:0'),
-    await program('controller', 'node-disks-operator.mjs', CONTROLLER_IMAGE, '65532:65532'),
-    ociArchive(PAUSE_IMAGE, [await fileEntry(pauseBinary, 'pause', 0o755)], { entrypoint: ['/pause'], user: '65535:65535', env: [] }),
-  ];
+  const app = APP_DIR.slice(1);
+  const license = await fileEntry(join(REPO_ROOT, 'LICENSE'), `${app}/LICENSE`, 0o644);
+  const built: BuiltImage[] = [];
+  for (const img of IMAGES) {
+    built.push(
+      ociArchive(imageRef(img.name), [...base(), ...runtime, license, ...(await treeEntries(join(REPO_ROOT, img.distDir), app))], {
+        entrypoint: [NODE_PATH, `${APP_DIR}/${img.main}`],
+        user: img.user,
+        env: ENV,
+        workingDir: APP_DIR,
+        exposedPorts: [`${img.port}/tcp`],
+      }),
+    );
+  }
+  built.push(ociArchive(PAUSE_IMAGE, [await fileEntry(pauseBinary, 'pause', 0o755)], { entrypoint: ['/pause'], user: '65535:65535', env: [] }));
+  return built;
 }

@@ -1,0 +1,52 @@
+// What goes into each NodeDisks image: the one definition. The Dockerfile is generated from it
+// (`node scripts/dockerfile.ts`; a unit test fails when the committed Dockerfile drifts), and the local
+// cluster builds its images without Docker from it (test/cluster/images.ts). See docs/adr/0019-images.md.
+
+/** The run-time layout both builds share: the distroless Node layout. */
+export const NODE_PATH = '/nodejs/bin/node';
+export const APP_DIR = '/app';
+/** distroless/nodejs24-debian12: Node 24 and the Debian 12 libraries it links, no shell, no package manager. */
+export const BASE_IMAGE = 'gcr.io/distroless/nodejs24-debian12';
+
+export interface ImageSpec {
+  /** The Dockerfile target and the image's repository name. */
+  target: 'operator' | 'agent';
+  name: string;
+  /** The esbuild output copied to APP_DIR (npm run build). */
+  distDir: string;
+  main: string;
+  /** uid:gid the container runs as. */
+  user: string;
+  /** The distroless tag: `nonroot` has /home/nonroot owned by 65532; the default tag is root's. */
+  baseTag: 'nonroot' | 'latest';
+  port: number;
+  /** Why this user: written above the stage in the Dockerfile. */
+  why: string;
+}
+
+export const IMAGES: readonly ImageSpec[] = [
+  {
+    target: 'operator',
+    name: 'node-disks-operator',
+    distDir: 'dist/controller',
+    main: 'node-disks-operator.mjs',
+    user: '65532:65532',
+    baseTag: 'nonroot',
+    port: 8080,
+    why: 'The controller only talks to the API server: it runs as nonroot 65532.',
+  },
+  {
+    target: 'agent',
+    name: 'node-disks-agent',
+    distDir: 'dist/agent',
+    main: 'node-disks-agent.mjs',
+    user: '0:0',
+    baseTag: 'latest',
+    port: 8080,
+    why:
+      'The agent runs as UID 0 with no capabilities (see kustomize/agent/daemonset.yaml): it must write\n' +
+      "marker files in the host's root-owned disk dir (/var/lib/node-disks-manager/disks, 0755 root).",
+  },
+];
+
+export const ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/nodejs/bin', 'NODE_ENV=production'];
