@@ -322,3 +322,22 @@ export function loadKubeConfig(o: KubeConfigOptions = {}): ClusterAccess {
   const proxy = checkedProxy(() => proxyFor(server, proxyUrl ? kubeconfigProxy(proxyUrl, clusterName) : undefined, env));
   return { server, contextName, clusterName, userName, source, tls, headers, ...(proxy ? { proxy } : {}) };
 }
+
+/**
+ * The context, cluster and user names of the kubeconfig kubectl would read (--kubeconfig, else
+ * KUBECONFIG's files, else ~/.kube/config), for shell completion. Unreadable files give no names.
+ */
+export function kubeconfigNames(o: Pick<KubeConfigOptions, 'kubeconfig' | 'env'> = {}): { contexts: string[]; clusters: string[]; users: string[] } {
+  const env = o.env ?? process.env;
+  const files: { path: string; cfg: ConfigFile }[] = [];
+  for (const path of configPaths(o, env).paths) {
+    try {
+      files.push({ path, cfg: readConfigFile(path) });
+    } catch {
+      // Completion offers what it can read.
+    }
+  }
+  const cfg = merge(files);
+  const names = (list: { name: string }[] | null | undefined) => (list ?? []).map((x) => x.name);
+  return { contexts: names(cfg.contexts), clusters: names(cfg.clusters), users: names(cfg.users) };
+}
