@@ -83,13 +83,14 @@ export class NodeDiskClient {
   /**
    * One page of names only: the API server's Table of NodeDisks without the objects (kubectl get's own
    * form), a few dozen bytes a row instead of the whole object, so tens of thousands are cheap to page.
+   * `column` picks another printer column instead of Name (Node, for node names).
    */
-  async listNames(o: ListOptions): Promise<{ names: string[]; continue?: string }> {
+  async listNames(o: ListOptions, column = 'Name'): Promise<{ names: string[]; continue?: string }> {
     const table = await this.rest.request<NameTable>('GET', NODEDISKS_PATH, {
       query: { ...listQuery(o), includeObject: 'None' },
       accept: 'application/json;as=Table;v=v1;g=meta.k8s.io',
     });
-    const col = Math.max(0, (table.columnDefinitions ?? []).findIndex((c) => c.name === 'Name'));
+    const col = Math.max(0, (table.columnDefinitions ?? []).findIndex((c) => c.name === column));
     const names = (table.rows ?? []).map((r) => String(r.cells[col] ?? '')).filter(Boolean);
     return { names, ...(table.metadata?.continue ? { continue: table.metadata.continue } : {}) };
   }

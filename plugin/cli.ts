@@ -1,6 +1,6 @@
 // kubectl nodedisks: the command line. Global flags are kubectl's; each command lives in ./commands/.
 import { commandHelp, globalHelp, parseCommand, type CommandSpec } from './args.ts';
-import { completionScript, complete } from './commands/completion.ts';
+import { completionScript, complete, SHELLS } from './commands/completion.ts';
 import { gitopsCommand } from './commands/gitops.ts';
 import { listCommand } from './commands/list.ts';
 import { releaseCommand, reserveCommand } from './commands/reserve.ts';
@@ -12,11 +12,16 @@ import { versionLine } from './version.ts';
 
 const completionCommand: CommandSpec<{ shell?: string }> = {
   name: 'completion',
-  summary: 'Print a shell completion script (bash or zsh) for kubectl-nodedisks',
-  description: 'Print a shell completion script for the kubectl-nodedisks executable. Through kubectl, completion works with the kubectl_complete-nodedisks helper that krew installs next to it.',
-  positionals: [{ name: 'shell', describe: 'bash or zsh', required: true, choices: ['bash', 'zsh'] }],
+  summary: 'Print a shell completion script (bash, zsh, fish or powershell) for kubectl-nodedisks',
+  description:
+    'Print a shell completion script for the kubectl-nodedisks executable. Through kubectl (1.26+), `kubectl nodedisks <TAB>` completes when the kubectl_complete-nodedisks helper (in the release archive) is on your PATH next to kubectl-nodedisks; after a krew install, copy it there as the install message says.',
+  positionals: [{ name: 'shell', describe: SHELLS.join(', '), required: true, choices: SHELLS }],
   flags: {},
-  examples: [['source <(kubectl-nodedisks completion bash)', 'Complete kubectl-nodedisks in the current bash']],
+  examples: [
+    ['source <(kubectl-nodedisks completion bash)', 'Complete kubectl-nodedisks in the current bash'],
+    ['kubectl-nodedisks completion fish | source', 'Complete kubectl-nodedisks in the current fish'],
+    ['kubectl-nodedisks completion powershell | Out-String | Invoke-Expression', 'Complete kubectl-nodedisks in the current PowerShell'],
+  ],
   run: async (session, args) => session.io.out(completionScript(args.shell ?? 'bash')),
 };
 
@@ -57,15 +62,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
     const [first, ...rest] = argv;
     // kubectl's plugin completion protocol.
     if (first === '__complete') {
-      session = new Session({}, io);
-      await complete(session, rest);
+      await complete(io, rest, COMMANDS as CommandSpec[]);
       return EXIT.ok;
     }
+    // No arguments: help on stdout and success, as kubectl does.
     if (first === undefined || first === 'help' || first === '--help' || first === '-h') {
-      if (first === undefined) {
-        io.err(rootHelp());
-        return EXIT.usage;
-      }
       io.out(rootHelp());
       return EXIT.ok;
     }

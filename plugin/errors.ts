@@ -45,7 +45,9 @@ export function describeError(err: unknown): { message: string; exitCode: number
     return {
       message: timedOut
         ? `${err.message}; raise --request-timeout or check the network`
-        : `${err.message}; check that the cluster is running and that --kubeconfig/--context point at it`,
+        : err.proxy
+          ? `${err.message}; check the proxy (proxy-url in the kubeconfig, or HTTPS_PROXY and NO_PROXY)`
+          : `${err.message}; check that the cluster is running and that --kubeconfig/--context point at it`,
       exitCode: timedOut ? EXIT.timeout : EXIT.unreachable,
     };
   }

@@ -56,16 +56,21 @@ export interface ApplyFlags {
  * released Available, our own earlier Update): the apply is retried with force, still guarded by the
  * resourceVersion, so nothing changed since the plan was read can be overwritten.
  */
+/** An apply body with the resourceVersion it was planned from: the server refuses it if the object changed since. */
+export function guarded(body: NodeDiskApply, resourceVersion: string | undefined): NodeDiskApply {
+  return resourceVersion ? { ...body, metadata: { ...body.metadata, resourceVersion } } : body;
+}
+
 export async function applyResolving(client: NodeDiskClient, body: NodeDiskApply, f: ApplyFlags, resourceVersion?: string): Promise<NodeDisk> {
-  const guarded: NodeDiskApply = resourceVersion ? { ...body, metadata: { ...body.metadata, resourceVersion } } : body;
+  const guardedBody = guarded(body, resourceVersion);
   const o: ApplyOptions = { fieldManager: f.fieldManager, force: f.forceConflicts, dryRun: f.dryRun };
   try {
     try {
-      return await client.apply(guarded, o);
+      return await client.apply(guardedBody, o);
     } catch (err) {
       if (!(err instanceof ApiError) || err.statusCode !== 409 || isVersionConflict(err)) throw err;
       if (gitOwners(conflictManagers(err)).length) throw err;
-      return await client.apply(guarded, { ...o, force: true });
+      return await client.apply(guardedBody, { ...o, force: true });
     }
   } catch (err) {
     // Either write may find the object changed since the plan (someone else was faster): never forced.

@@ -159,7 +159,7 @@ export async function release(o: { platforms: Platform[]; out: string; manifest:
       await chmod(exe, 0o755);
       const postject = join(REPO_ROOT, 'node_modules', 'postject', 'dist', 'cli.js');
       await run(process.execPath, [postject, exe, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE, ...(p.os === 'darwin' ? ['--macho-segment-name', 'NODE_SEA'] : [])], { maxBuffer: 16 * 1024 * 1024 });
-      await writeFile(join(stage, 'kubectl_complete-nodedisks'), '#!/bin/sh\n# kubectl runs this to complete `kubectl nodedisks …`; link it next to kubectl-nodedisks on your PATH.\nexec kubectl-nodedisks __complete "$@"\n');
+      await writeFile(join(stage, 'kubectl_complete-nodedisks'), '#!/bin/sh\n# kubectl (1.26+) runs this to complete `kubectl nodedisks …`; put it next to kubectl-nodedisks on your PATH.\nexec kubectl-nodedisks __complete "$@"\n');
       await chmod(join(stage, 'kubectl_complete-nodedisks'), 0o755);
       await copyFile(join(REPO_ROOT, 'LICENSE'), join(stage, 'LICENSE'));
       const archive = join(o.out, `kubectl-nodedisks_${p.os}_${p.arch}.tar.gz`);
@@ -175,6 +175,19 @@ export async function release(o: { platforms: Platform[]; out: string; manifest:
   return built;
 }
 
+/**
+ * What krew prints after installing. krew links only the manifest's one `bin` onto PATH, never a second
+ * executable (kubernetes-sigs/krew#812), so kubectl's plugin completion needs the helper copied there by
+ * hand; the line below does it (test/integration/krew-completion.test.ts runs it). A copy, not a link:
+ * the helper calls kubectl-nodedisks by name, so it keeps working after krew upgrade replaces the store.
+ */
+export const COMPLETION_CAVEAT = 'cp "$(dirname "$(readlink -f "${KREW_ROOT:-$HOME/.krew}/bin/kubectl-nodedisks")")/kubectl_complete-nodedisks" "${KREW_ROOT:-$HOME/.krew}/bin/"';
+const CAVEATS =
+  'kubectl nodedisks needs the NodeDisk CRD, the controller and the node agents in the cluster; see the project README.\n\n' +
+  'Shell completion of `kubectl nodedisks <TAB>` (kubectl 1.26+) needs the completion helper on your PATH,\n' +
+  'which krew does not do by itself. Copy it next to the plugin once (Linux, macOS):\n' +
+  `  ${COMPLETION_CAVEAT}\n`;
+
 export function manifest(built: Built[]): string {
   const doc = {
     apiVersion: 'krew.googlecontainertools.github.com/v1alpha2',
@@ -188,7 +201,7 @@ export function manifest(built: Built[]): string {
         'Lists, inspects, reserves, releases and waits for NodeDisks (node-local disk images\n' +
         'discovered by the NodeDisks node agent), and writes the same changes as Kustomize\n' +
         'overlays for Argo CD or Flux.\n',
-      caveats: 'kubectl nodedisks needs the NodeDisk CRD, the controller and the node agents in the cluster; see the project README.\n',
+      caveats: CAVEATS,
       platforms: built.map((b) => ({
         selector: { matchLabels: { os: b.platform.os, arch: b.platform.arch } },
         uri: `${DOWNLOAD_BASE}/kubectl-nodedisks_${b.platform.os}_${b.platform.arch}.tar.gz`,

@@ -45,11 +45,14 @@ export class ApiError extends Error {
 export class TransportError extends Error {
   readonly code: string | undefined;
   readonly server: string;
-  constructor(server: string, cause: Error & { code?: string }) {
-    super(`cannot reach the API server at ${server}: ${cause.message}`, { cause });
+  /** The proxy the request went through (its URL and where it was configured), if any. */
+  readonly proxy: string | undefined;
+  constructor(server: string, cause: Error & { code?: string }, proxy?: string) {
+    super(`cannot reach the API server at ${server}${proxy ? ` through the proxy ${proxy}` : ''}: ${cause.message}`, { cause });
     this.name = 'TransportError';
     this.code = cause.code;
     this.server = server;
+    this.proxy = proxy;
   }
 }
 

@@ -6,12 +6,14 @@
 // a name or current-context wins), --kubeconfig alone when given, ~/.kube/config, in-cluster config; the
 // --context/--cluster/--user/--server/--token/--as/--as-group/--certificate-authority/
 // --insecure-skip-tls-verify overrides; paths relative to the file that names them; token, tokenFile,
-// client certificates, basic auth, and exec credential plugins (client.authentication.k8s.io v1/v1beta1).
+// client certificates, basic auth, and exec credential plugins (client.authentication.k8s.io v1/v1beta1);
+// a cluster's proxy-url, else HTTPS_PROXY/HTTP_PROXY/NO_PROXY (./proxy.ts).
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { load } from 'js-yaml';
+import { kubeconfigProxy, proxyFor, ProxyConfigError, type Proxy } from './proxy.ts';
 
 export class KubeConfigError extends Error {
   override name = 'KubeConfigError';
@@ -25,6 +27,7 @@ interface NamedCluster {
     'certificate-authority-data'?: string;
     'insecure-skip-tls-verify'?: boolean;
     'tls-server-name'?: string;
+    'proxy-url'?: string;
   };
 }
 interface ExecConfig {
@@ -88,6 +91,8 @@ export interface ClusterAccess {
   /** Where the configuration came from, for messages. */
   source: string;
   tls: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized: boolean; servername?: string };
+  /** The proxy requests go through (proxy-url, else HTTPS_PROXY/HTTP_PROXY unless NO_PROXY), if any. */
+  proxy?: Proxy;
   /** Authorization and impersonation headers, fresh for each request (token files rotate, exec tokens expire). */
   headers(): Promise<Record<string, string>>;
 }
@@ -151,8 +156,10 @@ function inClusterAccess(env: NodeJS.ProcessEnv): ClusterAccess {
     throw new KubeConfigError(`no kubeconfig found and no in-cluster ServiceAccount token at ${tokenPath}; pass --kubeconfig`);
   }
   const server = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const proxy = checkedProxy(() => proxyFor(server, undefined, env));
   return {
     server,
+    ...(proxy ? { proxy } : {}),
     contextName: 'in-cluster',
     clusterName: 'in-cluster',
     userName: 'serviceaccount',
@@ -161,6 +168,16 @@ function inClusterAccess(env: NodeJS.ProcessEnv): ClusterAccess {
     // The kubelet rotates the projected token: read it for every request (it is a small local file).
     headers: async () => ({ Authorization: `Bearer ${readFileSync(tokenPath, 'utf8').trim()}` }),
   };
+}
+
+/** A proxy setting that cannot be used is a configuration error, like any other in the kubeconfig. */
+function checkedProxy(decide: () => Proxy | undefined): Proxy | undefined {
+  try {
+    return decide();
+  } catch (err) {
+    if (err instanceof ProxyConfigError) throw new KubeConfigError(err.message);
+    throw err;
+  }
 }
 
 function fileOrData(path: string | undefined, data: string | undefined, what: string): Buffer | undefined {
@@ -301,5 +318,26 @@ export function loadKubeConfig(o: KubeConfigOptions = {}): ClusterAccess {
     if (groupHeaders.length) (h as Record<string, string | string[]>)['Impersonate-Group'] = groupHeaders;
     return h;
   };
-  return { server, contextName, clusterName, userName, source, tls, headers };
+  const proxyUrl = cluster?.['proxy-url'];
+  const proxy = checkedProxy(() => proxyFor(server, proxyUrl ? kubeconfigProxy(proxyUrl, clusterName) : undefined, env));
+  return { server, contextName, clusterName, userName, source, tls, headers, ...(proxy ? { proxy } : {}) };
+}
+
+/**
+ * The context, cluster and user names of the kubeconfig kubectl would read (--kubeconfig, else
+ * KUBECONFIG's files, else ~/.kube/config), for shell completion. Unreadable files give no names.
+ */
+export function kubeconfigNames(o: Pick<KubeConfigOptions, 'kubeconfig' | 'env'> = {}): { contexts: string[]; clusters: string[]; users: string[] } {
+  const env = o.env ?? process.env;
+  const files: { path: string; cfg: ConfigFile }[] = [];
+  for (const path of configPaths(o, env).paths) {
+    try {
+      files.push({ path, cfg: readConfigFile(path) });
+    } catch {
+      // Completion offers what it can read.
+    }
+  }
+  const cfg = merge(files);
+  const names = (list: { name: string }[] | null | undefined) => (list ?? []).map((x) => x.name);
+  return { contexts: names(cfg.contexts), clusters: names(cfg.clusters), users: names(cfg.users) };
 }

@@ -6,6 +6,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, RequestOptions } from 'node:http';
 import { ApiError, TransportError, type Status } from './errors.ts';
 import type { ClusterAccess } from './kubeconfig.ts';
+import { redactedProxy } from './proxy.ts';
 
 // node:http and node:https are taken with process.getBuiltinModule on purpose: importing them as ES
 // modules evaluates every lazy export, which loads Node's bundled undici and costs ~25 ms of every plugin
@@ -48,28 +49,52 @@ export interface RestClientOptions {
   gate?: () => void;
 }
 
+/** The connection agent of a client and of the clients made from it with `with()`. */
+interface AgentHolder {
+  agent?: import('node:http').Agent;
+  /** A proxy's agent is made on first use: its library is loaded only then (./proxy-agent.ts). */
+  pending?: Promise<import('node:http').Agent>;
+}
+
 export class RestClient {
   readonly server: string;
   readonly access: ClusterAccess;
   private readonly opts: RestClientOptions;
   /** Keep-alive: paged lists and controllers reuse one TLS connection instead of a handshake per call. */
-  private readonly agent: import('node:http').Agent;
+  private readonly agents: AgentHolder;
 
-  constructor(access: ClusterAccess, opts: RestClientOptions = {}, agent?: import('node:http').Agent) {
+  constructor(access: ClusterAccess, opts: RestClientOptions = {}, agent?: import('node:http').Agent | AgentHolder) {
     this.server = access.server;
     this.access = access;
     this.opts = opts;
-    this.agent = agent ?? (access.server.startsWith('http:') ? new HttpAgent({ keepAlive: true }) : new HttpsAgent({ keepAlive: true }));
+    if (agent instanceof HttpAgent) this.agents = { agent };
+    else if (agent) this.agents = agent;
+    else if (access.proxy) this.agents = {};
+    else this.agents = { agent: access.server.startsWith('http:') ? new HttpAgent({ keepAlive: true }) : new HttpsAgent({ keepAlive: true }) };
   }
 
   /** The same credentials and connections, with some options replaced (a term's signal and gate, say). */
   with(opts: Partial<RestClientOptions>): RestClient {
-    return new RestClient(this.access, { ...this.opts, ...opts }, this.agent);
+    return new RestClient(this.access, { ...this.opts, ...opts }, this.agents);
   }
 
   /** Closes idle connections, so a short-lived command exits at once. */
   close(): void {
-    this.agent.destroy();
+    this.agents.agent?.destroy();
+  }
+
+  private async agent(): Promise<import('node:http').Agent> {
+    if (this.agents.agent) return this.agents.agent;
+    const proxy = this.access.proxy!;
+    this.agents.pending ??= import('./proxy-agent.ts').then(({ proxyAgent }) => proxyAgent(proxy));
+    this.agents.agent = await this.agents.pending;
+    return this.agents.agent;
+  }
+
+  /** A connection failure, naming the proxy when the request went through one. */
+  private transportError(err: Error & { code?: string }): TransportError {
+    const proxy = this.access.proxy;
+    return new TransportError(this.server, err, proxy ? `${redactedProxy(proxy.url)} (${proxy.source})` : undefined);
   }
 
   private url(path: string, query?: Query): URL {
@@ -84,12 +109,13 @@ export class RestClient {
   async open(method: string, path: string, init: RequestInit = {}): Promise<IncomingMessage> {
     const url = this.url(path, init.query);
     const auth = await this.access.headers();
+    const agent = await this.agent();
     const headers: OutgoingHttpHeaders = { Accept: init.accept ?? 'application/json', 'User-Agent': this.opts.userAgent ?? 'nodedisks', ...auth };
     const tls = this.access.tls;
     const options: RequestOptions & { headers: OutgoingHttpHeaders } = {
       method,
       headers,
-      agent: this.agent,
+      agent,
       ...(url.protocol === 'https:'
         ? { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.servername }
         : {}),
@@ -121,7 +147,7 @@ export class RestClient {
         }
         readBody(res).then(
           (text) => reject(toApiError(method, path, code, text, res.headers['retry-after'])),
-          (err: Error) => reject(new TransportError(this.server, err)),
+          (err: Error) => reject(this.transportError(err)),
         );
       });
       if (timeoutMs > 0) {
@@ -135,7 +161,15 @@ export class RestClient {
       req.on('error', (err: Error & { code?: string }) => {
         clearTimeout(timer);
         if (err === refused || err.name === 'AbortError') reject(err);
-        else reject(new TransportError(this.server, err));
+        else reject(this.transportError(err));
+      });
+      // A proxy that refuses the tunnel answers CONNECT itself (403, 407, 502…); that answer is the
+      // proxy's, not the API server's, so it is reported as the proxy refusing, never as an API error.
+      req.once('proxyConnect', (answer: { statusCode?: number; statusText?: string }) => {
+        if (answer.statusCode === 200) return;
+        const refusal = Object.assign(new Error(`the proxy refused the tunnel: ${answer.statusCode ?? '?'} ${answer.statusText ?? ''}`.trim()), { code: 'EPROXYREFUSED' });
+        reject(this.transportError(refusal));
+        req.destroy();
       });
       const gate = this.opts.gate;
       if (!gate) {
@@ -183,7 +217,7 @@ export class RestClient {
     try {
       text = await readBody(res);
     } catch (err) {
-      throw new TransportError(this.server, err as Error);
+      throw this.transportError(err as Error);
     }
     return (text === '' ? undefined : JSON.parse(text)) as T;
   }

@@ -11,8 +11,8 @@ import type { Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import { jittered, sleep } from '../../lib/runtime/backoff.ts';
 import { pickFree } from '../free.ts';
-import { applyResolving, ChangedMeanwhile, fieldOwners, gitOwners, gitRouteError, type ApplyFlags } from '../ownership.ts';
-import { qualifiedName } from '../printers.ts';
+import { applyResolving, ChangedMeanwhile, fieldOwners, gitOwners, gitRouteError, guarded, type ApplyFlags } from '../ownership.ts';
+import { printNodeDisks, qualifiedName, type OutputFormat } from '../printers.ts';
 import { hasSelection, resolveTargets, type SelectionFlags } from '../select.ts';
 import { SELECTION_FLAGS } from './list.ts';
 
@@ -42,7 +42,7 @@ const MUTATE_FLAGS: Record<string, FlagSpec> = {
   owner: { type: 'string', describe: 'A manual reservation for this owner instead of the auto-reserve label' },
   force: { type: 'boolean', default: false, describe: "Take over or release someone else's reservation" },
   'dry-run': { type: 'string', default: 'none', describe: 'none, client (print only) or server (the API server validates, nothing is stored)' },
-  output: { type: 'string', short: 'o', describe: 'yaml or json: print the exact patches sent' },
+  output: { type: 'string', short: 'o', describe: 'yaml or json: print exactly what is sent (the apply body with its resourceVersion precondition, or the JSON Patch); with --dry-run=server, the server\'s answer' },
   'field-manager': { type: 'string', default: FIELD_MANAGER.plugin, describe: 'Name of the manager used to track field ownership' },
   'force-conflicts': { type: 'boolean', default: false, describe: 'Take fields over from other field managers, GitOps controllers included' },
 };
@@ -129,6 +129,8 @@ interface Run {
   mode: 'none' | 'client' | 'server';
   print: string | undefined;
   flags: ApplyFlags;
+  /** With --dry-run=server: the objects as the API server answered (what -o prints then, as kubectl does). */
+  answers: NodeDisk[];
 }
 
 /** Carries out one plan: its writes (unless a client dry run) and its confirmation line. */
@@ -136,6 +138,8 @@ async function carryOut(session: Session, plan: Plan, r: Run, patches: Patch[]):
   const client = session.client();
   if (plan.skip) {
     if (!r.print) session.io.out(`${qualifiedName(plan.nd)} unchanged (${plan.skip})\n`);
+    // Nothing to send; kubectl apply prints the object as it stands in that case too.
+    r.answers.push(plan.nd);
     return;
   }
   for (const step of plan.steps) {
@@ -143,7 +147,7 @@ async function carryOut(session: Session, plan: Plan, r: Run, patches: Patch[]):
       patches.push({ name: step.name, jsonPatch: step.patch });
       if (r.mode !== 'client') {
         try {
-          await client.jsonPatch(step.name, step.patch, { fieldManager: r.flags.fieldManager, dryRun: r.flags.dryRun });
+          r.answers.push(await client.jsonPatch(step.name, step.patch, { fieldManager: r.flags.fieldManager, dryRun: r.flags.dryRun }));
         } catch (err) {
           if (err instanceof ApiError && (err.statusCode === 422 || err.statusCode === 409) && /test/i.test(err.message)) {
             throw new PluginError(`${step.name} changed while it was being released; run the command again`, EXIT.conflict);
@@ -153,8 +157,10 @@ async function carryOut(session: Session, plan: Plan, r: Run, patches: Patch[]):
       }
       continue;
     }
-    patches.push(step.body);
-    if (r.mode !== 'client') await applyResolving(client, step.body, r.flags, plan.nd.metadata.resourceVersion);
+    // What is sent, precondition included: the resourceVersion the plan was made from.
+    const body = guarded(step.body, plan.nd.metadata.resourceVersion);
+    patches.push(body);
+    if (r.mode !== 'client') r.answers.push(await applyResolving(client, body, r.flags));
   }
   if (!r.print) session.io.out(`${qualifiedName(plan.nd)} ${plan.verb}${r.mode !== 'none' ? ` (dry run: ${r.mode})` : ''}\n`);
 }
@@ -186,6 +192,7 @@ async function reserveOneFree(session: Session, args: MutateArgs, r: Run, patche
       if (!(err instanceof ChangedMeanwhile) || attempt >= PICK_ATTEMPTS) throw err;
       // Someone else was faster. A short random pause, so the losers do not collide again in step.
       patches.length = written;
+      r.answers.length = 0;
       await sleep(jittered(20 * attempt, 2));
     }
   }
@@ -199,7 +206,7 @@ async function execute(session: Session, args: MutateArgs, action: 'reserve' | '
   if (!args.names.length && !hasSelection(args)) throw usageError(`${action} needs disk names, or -l/--node with --all; see kubectl nodedisks ${action} --help`);
   if (action === 'release' && hasSelection(args) && !args.all) throw usageError('release with -l/--node/--phase/--desired releases every match: add --all to confirm');
 
-  const r: Run = { mode, print, flags: { fieldManager: args['field-manager'] ?? FIELD_MANAGER.plugin, forceConflicts: !!args['force-conflicts'], dryRun: mode === 'server' } };
+  const r: Run = { mode, print, flags: { fieldManager: args['field-manager'] ?? FIELD_MANAGER.plugin, forceConflicts: !!args['force-conflicts'], dryRun: mode === 'server' }, answers: [] };
   const patches: Patch[] = [];
   if (action === 'reserve' && hasSelection(args) && !args.all) {
     await reserveOneFree(session, args, r, patches);
@@ -214,6 +221,12 @@ async function execute(session: Session, args: MutateArgs, action: 'reserve' | '
     }
   }
   session.io.progress('');
+  if (print && mode === 'server') {
+    // As kubectl apply --server-side --dry-run=server -o yaml|json: the server's answer, the object as it would be.
+    const format: OutputFormat = { kind: print === 'json' ? 'json' : 'yaml' };
+    await printNodeDisks(r.answers, { format, single: r.answers.length === 1, noHeaders: false, showLabels: false, labelColumns: [] }, session.io.out);
+    return;
+  }
   if (print === 'json') session.io.out(JSON.stringify(patches.length === 1 ? patches[0] : { apiVersion: 'v1', kind: 'List', items: patches }, null, 2) + '\n');
   if (print === 'yaml') {
     const { dump } = await import('js-yaml');

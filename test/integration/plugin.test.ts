@@ -155,7 +155,8 @@ test.serial('dry runs change nothing; the server validates; -o yaml prints the e
   const before = (await get(n)).metadata.resourceVersion;
   const client = await nd('reserve', n, '--owner', 'dave', '--dry-run=client', '-o', 'yaml');
   t.is(client.code, 0, client.stderr);
-  t.is(client.stdout, `apiVersion: localtest.example.com/v1alpha1\nkind: NodeDisk\nmetadata:\n  name: ${n}\nspec:\n  desired:\n    state: Reserved\n    owner: dave\n`);
+  // The precondition is part of what is sent: the write fails if the disk changed since it was read.
+  t.is(client.stdout, `apiVersion: localtest.example.com/v1alpha1\nkind: NodeDisk\nmetadata:\n  name: ${n}\n  resourceVersion: '${before}'\nspec:\n  desired:\n    state: Reserved\n    owner: dave\n`);
   const server = await nd('reserve', n, '--owner', 'dave', '--dry-run=server');
   t.is(server.code, 0, server.stderr);
   t.regex(server.stdout, /reserved for dave \(dry run: server\)/);
