@@ -32,7 +32,7 @@ export function parseFor(v: string | undefined): Predicate {
       describe: `condition ${type}=${status}`,
       test: (nd) =>
         (nd.status?.controller?.observedGeneration ?? -1) >= (nd.metadata.generation ?? 0) &&
-        nd.status?.controller?.conditions?.some((c) => c.type === type && c.status === status) === true,
+        nd.status?.conditions?.some((c) => c.type === type && c.status === status) === true,
     };
   }
   throw usageError(`--for must be phase=<Phase> or condition=<Type>[=True|False|Unknown], got ${JSON.stringify(v ?? '')}`);

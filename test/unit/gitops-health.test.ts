@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { load } from 'js-yaml';
+import { dump, load } from 'js-yaml';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { ensureHealthcheck, evaluateHealth, type HealthRequest, type HealthResult } from '../healthcheck/healthcheck.ts';
 
@@ -23,10 +23,6 @@ const flux = load(readFileSync(join(REPO_ROOT, 'kustomize/gitops/flux/nodedisks.
 const nodeDiskExprs = flux.spec.healthCheckExprs.find((e) => e.kind === 'NodeDisk')!;
 
 const FLUX_FOR: Record<string, string> = { Healthy: 'Current', Progressing: 'InProgress', Degraded: 'Failed' };
-// The one place the two engines differ: a NodeDisk nobody has written status for yet. Flux binds the
-// object's top-level fields as CEL variables, so `status` is not there at all and every expression
-// fails to evaluate: kstatus says Unknown, and Flux keeps waiting (as for InProgress) with the error.
-const FLUX_EXCEPT: Record<string, string> = { 'testdata/progressing_no_status.yaml': 'Unknown' };
 
 let bin = '';
 let results: HealthResult[] = [];
@@ -53,16 +49,26 @@ for (const c of cases) {
     t.is(argocd.error, undefined);
     t.deepEqual({ status: argocd.status, message: argocd.message }, c.healthStatus);
   });
-  const want = FLUX_EXCEPT[c.inputPath] ?? FLUX_FOR[c.healthStatus.status]!;
+  const want = FLUX_FOR[c.healthStatus.status]!;
   test(`Flux: ${c.inputPath} is ${want}`, (t) => {
     t.is(resultFor(c.inputPath).flux.status, want);
   });
 }
 
-test('Flux: a NodeDisk with no status is Unknown, because the expressions cannot be evaluated', (t) => {
-  const { flux: verdict } = resultFor('testdata/progressing_no_status.yaml');
-  t.is(verdict.status, 'Unknown');
-  t.regex(verdict.error ?? '', /no such attribute/);
+// Why the CRD defaults status to {} (ADR 20): Flux binds the object's top-level fields as CEL variables, so
+// on an object with no status key every expression fails to evaluate (`no such attribute`) and kstatus says
+// Unknown. No expression can test for a missing variable; only the served object can have one.
+test('Flux: an object with no status key at all cannot be judged by any expression: Unknown, no such attribute', async (t) => {
+  const served = objects.find((o) => o.name === 'testdata/progressing_no_status.yaml')!;
+  const bare = load(served.yaml) as Record<string, unknown>;
+  t.deepEqual(bare.status, {}, 'the fixture is the object as served, status defaulted');
+  delete bare.status;
+  const probes = [nodeDiskExprs, { apiVersion: nodeDiskExprs.apiVersion, kind: 'NodeDisk', current: '!has(status.conditions)' }];
+  for (const exprs of probes) {
+    const [r] = await evaluateHealth(bin, { argocd: { healthLua: HEALTH_LUA }, flux: { healthCheckExprs: [exprs] }, objects: [{ name: 'bare', yaml: dump(bare) }] });
+    t.is(r!.flux.status, 'Unknown');
+    t.regex(r!.flux.error ?? '', /no such attribute/);
+  }
 });
 
 test('Flux: "current" alone is never true for a NodeDisk that is not healthy, whatever order Flux evaluates in', async (t) => {
