@@ -81,6 +81,25 @@ test('Flux: "current" alone is never true for a NodeDisk that is not healthy, wh
   for (const r of onlyCurrent) t.not(r.flux.status, 'Current', r.name);
 });
 
+// kstatus, the library Flux and kubectl-based pipelines use when a kind has no custom check, reads the
+// conditions at status.conditions and status.observedGeneration (ADR 20).
+test('kstatus: Ready=True is Current; Ready False or Unknown, or an older observedGeneration, is InProgress', (t) => {
+  t.like(resultFor('testdata/healthy.yaml').kstatus, { status: 'Current', message: 'Resource is Ready' });
+  for (const f of ['progressing_agent_behind', 'progressing_agent_stale', 'degraded_agent_error', 'degraded_disk_missing']) {
+    t.is(resultFor(`testdata/${f}.yaml`).kstatus.status, 'InProgress', f);
+  }
+  t.like(resultFor('testdata/progressing_generation_not_observed.yaml').kstatus, { status: 'InProgress', message: 'NodeDisk generation is 3, but latest observed generation is 2' });
+});
+
+test('kstatus: conditions in the old place (status.controller.conditions) are invisible to it, even a Ready=False', async (t) => {
+  const agentError = load(objects.find((o) => o.name === 'testdata/degraded_agent_error.yaml')!.yaml) as { status: Record<string, unknown> & { controller: Record<string, unknown> } };
+  const { conditions, observedGeneration, ...rest } = agentError.status;
+  t.true(Array.isArray(conditions) && observedGeneration !== undefined);
+  const old = { ...agentError, status: { ...rest, controller: { ...agentError.status.controller, conditions } } };
+  const [r] = await evaluateHealth(bin, { argocd: { healthLua: HEALTH_LUA }, flux: { healthCheckExprs: [nodeDiskExprs] }, objects: [{ name: 'old-shape', yaml: dump(old) }] });
+  t.is(r!.kstatus.status, 'Current', 'kstatus takes a NodeDisk whose agent reports an error for current when its conditions are not at status.conditions');
+});
+
 test('Argo CD: an argocd-cm script has no string, math or io library, and os has only time and date', async (t) => {
   const probe = `
     local hs = { status = "Healthy" }
