@@ -53,7 +53,7 @@ try {
   await eventually(`${DISKS} disks Available`, async () => (await client.list()).items.filter((i) => i.status?.node?.phase === 'Available').length === DISKS, 600_000, 1000);
   const discoverySeconds = (performance.now() - t0) / 1000;
   // Ready needs the controller's one status write per disk, after the agent's report.
-  await eventually(`${DISKS} disks Ready`, async () => (await client.list()).items.filter((i) => i.status?.controller?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === DISKS, 600_000, 1000);
+  await eventually(`${DISKS} disks Ready`, async () => (await client.list()).items.filter((i) => i.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === DISKS, 600_000, 1000);
   const controllerStatusWrites = await metric(programs[0]!, /^nodedisks_controller_writes_total\{kind="status"\} (\d+)$/m);
 
   // One more disk file on a node that has DISKS: file written → NodeDisk exists, → reported Available.

@@ -1,7 +1,9 @@
-// status.controller: accepted, observedGeneration and the Accepted and Ready conditions.
+// The controller's part of status: the Accepted and Ready conditions at status.conditions (where kubectl
+// wait, kstatus, Argo CD and Flux look) with status.observedGeneration, and the seed's status.controller
+// (accepted, observedGeneration); see docs/adr/0020-conditions-at-status-conditions.md.
 // lastTransitionTime moves only when a condition's status changes (metav1.Condition semantics).
 import { CONDITION } from '../api/constants.ts';
-import type { Condition, ConditionStatus, ControllerStatus, NodeDisk } from '../api/v1alpha1/types.ts';
+import type { Condition, ConditionStatus, ControllerStatus, NodeDisk, NodeDiskStatus } from '../api/v1alpha1/types.ts';
 import type { PolicyDecision } from './policy.ts';
 
 export interface ReadyVerdict {
@@ -47,9 +49,16 @@ function condition(prev: Condition[] | undefined, type: string, status: Conditio
   };
 }
 
-export function controllerStatus(nd: NodeDisk, decision: PolicyDecision, ready: ReadyVerdict, now: Date): ControllerStatus {
+/** Everything the controller writes in status, in one apply of the status subresource. */
+export interface ControllerReport {
+  controller: ControllerStatus;
+  observedGeneration: number;
+  conditions: Condition[];
+}
+
+export function controllerStatus(nd: NodeDisk, decision: PolicyDecision, ready: ReadyVerdict, now: Date): ControllerReport {
   const generation = nd.metadata.generation ?? 0;
-  const prev = nd.status?.controller?.conditions;
+  const prev = nd.status?.conditions;
   const ts = now.toISOString().replace(/\.\d+Z$/, 'Z');
   const note = decision.note;
   const accepted = !note?.conflict;
@@ -57,17 +66,17 @@ export function controllerStatus(nd: NodeDisk, decision: PolicyDecision, ready: 
     ? condition(prev, CONDITION.accepted, 'True', note?.reason ?? 'Reconciled', note?.message ?? 'policy applied', generation, ts)
     : condition(prev, CONDITION.accepted, 'False', note?.reason ?? 'Rejected', note?.message ?? '', generation, ts);
   const readyCond = condition(prev, CONDITION.ready, ready.status, ready.reason, ready.message, generation, ts);
-  return { accepted, observedGeneration: generation, conditions: [acceptedCond, readyCond] };
+  return { controller: { accepted, observedGeneration: generation }, observedGeneration: generation, conditions: [acceptedCond, readyCond] };
 }
 
-/** Equal for the purpose of "write only when something changed". */
-export function sameControllerStatus(a: ControllerStatus | undefined, b: ControllerStatus): boolean {
-  if (!a) return false;
-  if (a.accepted !== b.accepted || a.observedGeneration !== b.observedGeneration) return false;
-  const ac = a.conditions ?? [];
-  const bc = b.conditions ?? [];
-  if (ac.length !== bc.length) return false;
-  return bc.every((c) => {
+/** Whether `status` already says what `want` says, for "write only when something changed". */
+export function sameControllerStatus(status: NodeDiskStatus | undefined, want: ControllerReport): boolean {
+  const a = status?.controller;
+  if (!a || a.accepted !== want.controller.accepted || a.observedGeneration !== want.controller.observedGeneration) return false;
+  if (status.observedGeneration !== want.observedGeneration) return false;
+  const ac = status.conditions ?? [];
+  if (ac.length !== want.conditions.length) return false;
+  return want.conditions.every((c) => {
     const o = ac.find((x) => x.type === c.type);
     return !!o && o.status === c.status && o.reason === c.reason && o.message === c.message && o.observedGeneration === c.observedGeneration && o.lastTransitionTime === c.lastTransitionTime;
   });

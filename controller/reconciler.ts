@@ -1,6 +1,7 @@
 // The controller's reconcile of one NodeDisk: apply the label policy to spec.desired, then report
-// status.controller. Idempotent: it computes what should be from one version of the object and writes
-// only what differs, with server-side apply under its own field manager (never a PUT of the whole object).
+// status.conditions (Accepted, Ready), status.observedGeneration and status.controller. Idempotent: it
+// computes what should be from one version of the object and writes only what differs, with server-side
+// apply under its own field manager (never a PUT of the whole object).
 //
 // Every write is conditional on the version it was decided from (metadata.resourceVersion in the apply
 // body): the API server refuses it with 409 Conflict if anyone wrote in between, a person reserving the
@@ -120,13 +121,15 @@ export class Reconciler {
     const ready = readiness(current, now, this.o.staleAfterMs);
     const after = decide(current);
     const status = controllerStatus(current, after, ready, new Date(now));
-    if (!sameControllerStatus(current.status?.controller, status)) {
-      const prevAccepted = current.status?.controller?.conditions?.find((c) => c.type === 'Accepted');
+    if (!sameControllerStatus(current.status, status)) {
+      const prevAccepted = current.status?.conditions?.find((c) => c.type === 'Accepted');
       // Conditional too: Accepted and Ready describe this version, and must not land on a newer one.
-      current = await client.applyStatus({ ...meta(), status: { controller: status } }, { fieldManager: FIELD_MANAGER.controller });
+      // One apply of all three parts: a field this manager applied before and leaves out now (the old
+      // status.controller.conditions, ADR 20) is removed by the server-side apply itself.
+      current = await client.applyStatus({ ...meta(), status }, { fieldManager: FIELD_MANAGER.controller });
       wrote = true;
       metrics.writes.inc({ kind: 'status' });
-      const acceptedNow = status.conditions?.find((c) => c.type === 'Accepted');
+      const acceptedNow = status.conditions.find((c) => c.type === 'Accepted');
       if (after.note?.conflict && acceptedNow && prevAccepted?.reason !== acceptedNow.reason) {
         log.warn(after.note.message, { nodeDisk: name });
         await events.record(current, 'Warning', after.note.reason, 'PolicyRejected', after.note.message);

@@ -70,35 +70,51 @@ export interface CustomResourceDefinition {
 
 const immutable = (field: string) => ({ rule: 'self == oldSelf', message: `${field} is immutable`, reason: 'FieldValueForbidden' });
 
-/** metav1.Condition, as kubebuilder renders it. */
+/** metav1.Condition, as kubebuilder renders it (descriptions in our words). */
 const conditionSchema: SchemaProps = {
   type: 'object',
+  description: 'One aspect of the NodeDisk\'s state, in the standard Kubernetes condition shape (metav1.Condition).',
   required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
   properties: {
     type: {
       type: 'string',
+      description: 'Which aspect this condition describes: Accepted (the controller accepted the request the labels and spec.desired make) or Ready (what the node agent reports matches spec.desired).',
       maxLength: 316,
       pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
     },
-    status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
-    observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
-    lastTransitionTime: { type: 'string', format: 'date-time' },
-    reason: { type: 'string', minLength: 1, maxLength: 1024, pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$' },
-    message: { type: 'string', maxLength: 32768 },
+    status: { type: 'string', description: 'True, False, or Unknown (the controller cannot tell, for example when the node agent stopped reporting).', enum: ['True', 'False', 'Unknown'] },
+    observedGeneration: {
+      type: 'integer',
+      description: 'The metadata.generation this condition was computed from; older than metadata.generation means the controller has not looked at the latest spec yet.',
+      format: 'int64',
+      minimum: 0,
+    },
+    lastTransitionTime: { type: 'string', description: 'When status last changed (not when the condition was last written).', format: 'date-time' },
+    reason: {
+      type: 'string',
+      description: 'Why, as one CamelCase word for programs: for Ready PhaseMatchesDesired, Progressing, DiskMissing, AgentError, WaitingForAgent or AgentStale; for Accepted the policy\'s reason (ReservedByOther, InvalidLabelValue when False).',
+      minLength: 1,
+      maxLength: 1024,
+      pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
+    },
+    message: { type: 'string', description: 'Why, in words for people.', maxLength: 32768 },
   },
 };
 
 export const nodeDiskSchema: SchemaProps = {
   type: 'object',
-  description: 'NodeDisk is one disk image file on one node, and its reservation.',
+  description:
+    'NodeDisk is one disk image file (<disk>.img) on one node, found by the node agent, and its reservation. Reserve it with the label localtest.example.com/auto-reserve=true (the controller sets spec.desired for owner auto) or by setting spec.desired yourself (kubectl nodedisks reserve --owner).',
   required: ['spec'],
   'x-kubernetes-validations': [canonicalNameRule],
   properties: {
-    apiVersion: { type: 'string' },
-    kind: { type: 'string' },
+    apiVersion: { type: 'string', description: 'The versioned schema of this object: localtest.example.com/v1alpha1.' },
+    kind: { type: 'string', description: 'The kind of this object: NodeDisk.' },
+    // The API server allows no description here (it publishes ObjectMeta's own).
     metadata: { type: 'object' },
     spec: {
       type: 'object',
+      description: 'The disk\'s identity, set by the node agent when it creates the NodeDisk and immutable, and spec.desired, the reservation wanted.',
       required: ['nodeName', 'diskID', 'path'],
       'x-kubernetes-validations': [
         {
@@ -110,14 +126,14 @@ export const nodeDiskSchema: SchemaProps = {
       properties: {
         nodeName: {
           type: 'string',
-          description: 'Node that has the disk. Immutable.',
+          description: 'Name of the Node that has the disk image file. Immutable.',
           maxLength: MAX_NAME_LENGTH,
           pattern: DNS_SUBDOMAIN_PATTERN,
           'x-kubernetes-validations': [immutable('spec.nodeName')],
         },
         diskID: {
           type: 'string',
-          description: 'Disk image file name without .img. Immutable.',
+          description: 'The disk image file\'s name without .img, unique on its node. Immutable.',
           maxLength: MAX_DISK_ID_LENGTH,
           pattern: DISK_ID_PATTERN,
           'x-kubernetes-validations': [
@@ -127,7 +143,7 @@ export const nodeDiskSchema: SchemaProps = {
         },
         path: {
           type: 'string',
-          description: 'Host path of the disk image file. Immutable.',
+          description: 'Absolute path of the disk image file on the node (<disk dir>/<diskID>.img). Immutable.',
           maxLength: 4096,
           'x-kubernetes-validations': [
             { rule: "self.startsWith('/')", message: 'spec.path must be an absolute path' },
@@ -140,7 +156,8 @@ export const nodeDiskSchema: SchemaProps = {
         },
         desired: {
           type: 'object',
-          description: 'Intent: the label policy (owner auto) or a person (any other owner) sets it.',
+          description:
+            'The reservation wanted. The controller writes it from the auto-reserve label (owner auto); a person or git writes it for any other owner, and the label policy then leaves it alone. The node agent makes the disk match: a <disk>.img.reserved marker file next to a Reserved disk.',
           default: {},
           'x-kubernetes-validations': [
             {
@@ -150,10 +167,15 @@ export const nodeDiskSchema: SchemaProps = {
             },
           ],
           properties: {
-            state: { type: 'string', enum: DESIRED_STATES, default: 'Available' },
+            state: {
+              type: 'string',
+              description: 'Available (free for anyone to reserve; the default) or Reserved (held by spec.desired.owner).',
+              enum: DESIRED_STATES,
+              default: 'Available',
+            },
             owner: {
               type: 'string',
-              description: 'Who holds the reservation: "auto" for the label policy.',
+              description: 'Who holds the reservation: "auto" for the label policy, any other name for a manual reservation. Set only when state is Reserved.',
               maxLength: MAX_OWNER_LENGTH,
               pattern: '^$|^[A-Za-z0-9]([-A-Za-z0-9_.:@/]*[A-Za-z0-9])?$',
             },
@@ -163,31 +185,48 @@ export const nodeDiskSchema: SchemaProps = {
     },
     status: {
       type: 'object',
+      description: 'What the node agent reports (status.node) and what the controller concludes (status.conditions, status.controller). Each part has one writer.',
+      // Served as {} before anyone writes status, so that tools which bind the top-level fields as
+      // variables (Flux's health expressions) can test status.conditions (ADR 20).
+      default: {},
       properties: {
         node: {
           type: 'object',
-          description: 'Written by the node agent only.',
+          description: 'What the node agent last saw on the node. Written by the node agent only.',
           properties: {
-            phase: { type: 'string', enum: NODE_PHASES },
-            capacityBytes: { type: 'integer', format: 'int64', minimum: 0 },
-            lastSeenTime: { type: 'string', format: 'date-time' },
-            message: { type: 'string', maxLength: MAX_MESSAGE_LENGTH },
+            phase: {
+              type: 'string',
+              description:
+                'The disk as found on the node: Discovered (just found), Available (no reservation marker), Reserved (marker present), Missing (the image file is gone; the NodeDisk and its reservation are kept), Error (see message).',
+              enum: NODE_PHASES,
+            },
+            capacityBytes: { type: 'integer', description: 'Size of the disk image file in bytes.', format: 'int64', minimum: 0 },
+            lastSeenTime: { type: 'string', description: 'When the node agent last reported this disk (at least every heartbeat, 5 minutes by default).', format: 'date-time' },
+            message: { type: 'string', description: 'The node agent\'s explanation of the phase, and what to do about an Error.', maxLength: MAX_MESSAGE_LENGTH },
           },
         },
         controller: {
           type: 'object',
-          description: 'Written by the controller only.',
+          description: 'The controller\'s summary, in the seed\'s shape. Written by the controller only; its conditions are in status.conditions.',
           properties: {
-            accepted: { type: 'boolean' },
-            observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
-            conditions: {
-              type: 'array',
-              maxItems: 16,
-              'x-kubernetes-list-type': 'map',
-              'x-kubernetes-list-map-keys': ['type'],
-              items: conditionSchema,
-            },
+            accepted: { type: 'boolean', description: 'False when the auto-reserve label asks for something the policy may not do (see the Accepted condition for why).' },
+            observedGeneration: { type: 'integer', description: 'The metadata.generation the controller last acted on.', format: 'int64', minimum: 0 },
           },
+        },
+        observedGeneration: {
+          type: 'integer',
+          description: 'The metadata.generation that status.conditions describe (written by the controller; kstatus and Flux compare it with metadata.generation).',
+          format: 'int64',
+          minimum: 0,
+        },
+        conditions: {
+          type: 'array',
+          description:
+            'The controller\'s conclusions, where kubectl wait --for=condition, kstatus, Argo CD and Flux look: Accepted and Ready. Written by the controller only.',
+          maxItems: 16,
+          'x-kubernetes-list-type': 'map',
+          'x-kubernetes-list-map-keys': ['type'],
+          items: conditionSchema,
         },
       },
     },
@@ -201,7 +240,7 @@ export const printerColumns: PrinterColumn[] = [
   { name: 'Phase', type: 'string', jsonPath: '.status.node.phase' },
   { name: 'Owner', type: 'string', jsonPath: '.spec.desired.owner', priority: 1 },
   { name: 'Capacity', type: 'integer', jsonPath: '.status.node.capacityBytes', priority: 1 },
-  { name: 'Ready', type: 'string', jsonPath: '.status.controller.conditions[?(@.type=="Ready")].status', priority: 1 },
+  { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', priority: 1 },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', priority: 1 },
 ];
 

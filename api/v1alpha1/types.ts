@@ -70,16 +70,21 @@ export interface NodeStatus {
   message?: string;
 }
 
-/** Written by the controller only. */
+/** Written by the controller only: the seed's two fields (its conditions are at status.conditions, ADR 20). */
 export interface ControllerStatus {
   accepted?: boolean;
   observedGeneration?: number;
-  conditions?: Condition[];
 }
 
 export interface NodeDiskStatus {
+  /** The agent's report. */
   node?: NodeStatus;
+  /** The controller's: the seed's fields. */
   controller?: ControllerStatus;
+  /** The controller's: the generation its conditions describe, where kstatus and Flux look for it. */
+  observedGeneration?: number;
+  /** The controller's: Accepted and Ready, where kubectl wait, kstatus, Argo CD and Flux look for them. */
+  conditions?: Condition[];
 }
 
 export interface NodeDisk {

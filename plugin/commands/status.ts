@@ -25,7 +25,7 @@ function owner(nd: NodeDisk): string {
 
 export function describe(nd: NodeDisk, now: number): string {
   const node = nd.status?.node;
-  const cond = (type: string) => nd.status?.controller?.conditions?.find((c) => c.type === type);
+  const cond = (type: string) => nd.status?.conditions?.find((c) => c.type === type);
   const ready = cond(CONDITION.ready);
   const accepted = cond(CONDITION.accepted);
   const lines: [string, string][] = [

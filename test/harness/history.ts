@@ -72,7 +72,7 @@ export class History {
       };
       const timer = setTimeout(() => {
         const nd = this.latest(name);
-        finish(new Error(`timed out after ${timeoutMs} ms waiting for ${name}: ${what}; last seen ${JSON.stringify({ rv: nd?.metadata.resourceVersion, generation: nd?.metadata.generation, labels: nd?.metadata.labels, spec: nd?.spec.desired, status: nd?.status?.controller })}`));
+        finish(new Error(`timed out after ${timeoutMs} ms waiting for ${name}: ${what}; last seen ${JSON.stringify({ rv: nd?.metadata.resourceVersion, generation: nd?.metadata.generation, labels: nd?.metadata.labels, spec: nd?.spec.desired, status: { controller: nd?.status?.controller, conditions: nd?.status?.conditions } })}`));
       }, timeoutMs);
       const finish = (err: Error | undefined, nd?: NodeDisk) => {
         clearTimeout(timer);
@@ -89,5 +89,5 @@ export class History {
 /** The controller has looked at this version's spec: its status speaks of the current generation. */
 export function reconciled(nd: NodeDisk): boolean {
   const c = nd.status?.controller;
-  return !!c && c.observedGeneration === nd.metadata.generation && (c.conditions ?? []).every((x) => x.observedGeneration === nd.metadata.generation);
+  return !!c && c.observedGeneration === nd.metadata.generation && (nd.status?.conditions ?? []).every((x) => x.observedGeneration === nd.metadata.generation);
 }

@@ -28,6 +28,8 @@ export interface HealthResult {
   name: string;
   argocd: Verdict;
   flux: Verdict;
+  /** kstatus's generic verdict (no custom check): what kstatus-based tools read from status.conditions. */
+  kstatus: Verdict;
 }
 
 /** The cache entry is named by a hash of the module's files: any change to them is a new build. */

@@ -7,7 +7,8 @@
 //	 "flux":   {"healthCheckExprs": [{"apiVersion": "...", "kind": "...", "current": "...", ...}]},
 //	 "objects": [{"name": "testdata/healthy.yaml", "yaml": "apiVersion: ..."}]}
 //
-// and writes {"results": [{"name", "argocd": {status, message, error}, "flux": {status, message, error}}]}.
+// and writes {"results": [{"name", "argocd": {status, message, error}, "flux": {…}, "kstatus": {…}}]}
+// (kstatus: the generic verdict of github.com/fluxcd/cli-utils, for tools with no custom check).
 // An object that an engine cannot judge is a result (Argo CD's error, Flux's Unknown), not a failure of
 // this command; a request it cannot read exits 1 with the reason on stderr.
 package main
@@ -35,9 +36,10 @@ type verdict struct {
 }
 
 type result struct {
-	Name   string  `json:"name"`
-	ArgoCD verdict `json:"argocd"`
-	Flux   verdict `json:"flux"`
+	Name    string  `json:"name"`
+	ArgoCD  verdict `json:"argocd"`
+	Flux    verdict `json:"flux"`
+	KStatus verdict `json:"kstatus"`
 }
 
 func main() {
@@ -72,9 +74,10 @@ func run(in io.Reader, out io.Writer) error {
 			return fmt.Errorf("object %s: %w", o.Name, err)
 		}
 		results = append(results, result{
-			Name:   o.Name,
-			ArgoCD: argoCDHealth(req.ArgoCD, obj),
-			Flux:   flux.health(obj),
+			Name:    o.Name,
+			ArgoCD:  argoCDHealth(req.ArgoCD, obj),
+			Flux:    flux.health(obj),
+			KStatus: kstatusHealth(obj),
 		})
 	}
 	enc := json.NewEncoder(out)

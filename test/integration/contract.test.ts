@@ -75,7 +75,7 @@ test('a new NodeDisk defaults to desired Available, and every field of the types
   const full = fullNodeDisk('node-roundtrip', 'disk1');
   const created = await admin().create(full, { fieldManager: 'test' });
   t.deepEqual(created.spec, full.spec);
-  t.is(created.status, undefined, 'status is ignored on create: it has its own subresource');
+  t.deepEqual(created.status, {}, 'status given on create is ignored (it has its own subresource); the CRD serves it as {} (ADR 20)');
   const withStatus = await admin().applyStatus(
     { apiVersion: full.apiVersion, kind: full.kind, metadata: { name: full.metadata.name! }, status: full.status },
     { fieldManager: 'test' },

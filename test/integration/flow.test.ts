@@ -70,7 +70,7 @@ test.serial('discovers 3 nodes × 3 disks with the seed names, labels and capaci
   }
   const ready = await eventually('Ready=True everywhere', async () => {
     const list = await client().list();
-    return list.items.every((i) => i.status?.controller?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) ? list : undefined;
+    return list.items.every((i) => i.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) ? list : undefined;
   });
   t.is(ready.items.length, 9);
 });
@@ -105,12 +105,12 @@ test.serial('a manual reservation survives label changes, and the controller say
   await kubectl('label', 'nodedisk', name, 'localtest.example.com/auto-reserve=true');
   const conflicted = await eventually('Accepted=False ReservedByOther', async () => {
     const nd = await get(node, disk);
-    const c = nd.status?.controller?.conditions?.find((x) => x.type === 'Accepted');
+    const c = nd.status?.conditions?.find((x) => x.type === 'Accepted');
     return c?.status === 'False' && c.reason === 'ReservedByOther' ? nd : undefined;
   });
   t.deepEqual(conflicted.spec.desired, { state: 'Reserved', owner: 'alice' });
   t.false(conflicted.status?.controller?.accepted);
-  t.regex(conflicted.status?.controller?.conditions?.find((x) => x.type === 'Accepted')?.message ?? '', /reserved by owner "alice"/);
+  t.regex(conflicted.status?.conditions?.find((x) => x.type === 'Accepted')?.message ?? '', /reserved by owner "alice"/);
   const warning = await eventually('a Warning event', async () => {
     const out = await kubectl('get', 'events.events.k8s.io', '-n', 'default', '--field-selector', `regarding.name=${name},type=Warning`, '-o', 'jsonpath={.items[*].reason}');
     return out.includes('ReservedByOther') ? out : undefined;
@@ -136,7 +136,7 @@ test.serial('a new disk file is discovered, a grown one re-reported, a deleted o
   t.deepEqual(missing.spec.desired, { state: 'Reserved', owner: 'auto' }, 'the reservation survives');
   t.is(missing.status?.node?.capacityBytes, 2 * MiB64, 'the last capacity is kept');
   const ready = await eventually('Ready DiskMissing', async () => {
-    const c = (await get(node, 'disk4')).status?.controller?.conditions?.find((x) => x.type === 'Ready');
+    const c = (await get(node, 'disk4')).status?.conditions?.find((x) => x.type === 'Ready');
     return c?.reason === 'DiskMissing' ? c : undefined;
   });
   t.is(ready.status, 'False');
@@ -170,7 +170,7 @@ test.serial('bad files in the disk dir are reported and never followed', async (
   t.regex(err.status?.node?.message ?? '', /marker disk3\.img\.reserved is a symbolic link/);
   t.is(readFileSync(target, 'utf8'), 'precious');
   const ready = await eventually('Ready AgentError', async () => {
-    const c = (await get(node, 'disk3')).status?.controller?.conditions?.find((x) => x.type === 'Ready');
+    const c = (await get(node, 'disk3')).status?.conditions?.find((x) => x.type === 'Ready');
     return c?.reason === 'AgentError' ? c : undefined;
   });
   t.is(ready.status, 'False');
@@ -210,7 +210,7 @@ test.serial('a controller restarted mid-flow converges', async (t) => {
   // The crashed leader never released its Lease: the new one waits out the lease duration (15 s).
   const nd = await eventually('Reserved and Ready for the current generation after controller restart', async () => {
     const x = await get(node, disk);
-    const ready = x.status?.controller?.conditions?.find((c) => c.type === 'Ready');
+    const ready = x.status?.conditions?.find((c) => c.type === 'Ready');
     return x.status?.node?.phase === 'Reserved' && x.status?.controller?.observedGeneration === x.metadata.generation && ready?.status === 'True' ? x : undefined;
   }, 45_000);
   t.is(nd.spec.desired?.owner, 'auto');

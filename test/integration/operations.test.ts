@@ -74,7 +74,7 @@ test.serial('two controllers: one leads, the other takes over when the leader di
   // An agent that stops reporting is shown, not hidden: Ready turns Unknown (AgentStale) on its own.
   await agent.crash();
   const stale = await eventually('Ready AgentStale', async () => {
-    const ready = (await client.get(nodeDiskName(node, 'disk2'))).status?.controller?.conditions?.find((x) => x.type === 'Ready');
+    const ready = (await client.get(nodeDiskName(node, 'disk2'))).status?.conditions?.find((x) => x.type === 'Ready');
     return ready?.reason === 'AgentStale' ? ready : undefined;
   }, 20_000);
   t.is(stale.status, 'Unknown');

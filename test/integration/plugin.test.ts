@@ -51,7 +51,7 @@ test.serial.before(async () => {
   }
   await eventually('6 disks Ready', async () => {
     const list = await nodeDisksFor(cp.admin()).list();
-    return list.items.filter((i) => i.status?.controller?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === 6;
+    return list.items.filter((i) => i.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === 6;
   });
 });
 test.afterEach.always((t) => {

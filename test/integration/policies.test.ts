@@ -127,7 +127,27 @@ test('the agent cannot set other labels nor touch status.controller', async (t) 
   const ok = newNodeDisk('node-d', 'disk2');
   await agent.create(ok, { fieldManager: FIELD_MANAGER.agent });
   const err = await denied(t, agent.applyStatus({ ...meta(ok.metadata.name!), status: { controller: { accepted: true } } }, { fieldManager: FIELD_MANAGER.agent }));
-  t.regex(err.message, /the agent may not change status\.controller/);
+  t.regex(err.message, /the agent may not change the controller.s status: .*status\.controller are written by the controller only/);
+});
+
+test("the agent cannot write the controller's conditions or status.observedGeneration, and still reports beside them", async (t) => {
+  const cp = controlPlane();
+  const agent = nodeDisksFor(await cp.agent('node-d2'));
+  const d = newNodeDisk('node-d2', 'disk1');
+  const name = d.metadata.name!;
+  await agent.create(d, { fieldManager: FIELD_MANAGER.agent });
+  const ready = { type: 'Ready', status: 'True', reason: 'PhaseMatchesDesired', message: 'by the controller', lastTransitionTime: '2026-01-02T03:04:05Z', observedGeneration: 1 } as const;
+  await nodeDisksFor(await cp.controller()).applyStatus({ ...meta(name), status: { observedGeneration: 1, conditions: [ready] } }, { fieldManager: FIELD_MANAGER.controller });
+  const forged = { ...ready, type: 'Accepted', message: 'by the agent' } as const;
+  const add = await denied(t, agent.applyStatus({ ...meta(name), status: { conditions: [forged] } }, { fieldManager: FIELD_MANAGER.agent }));
+  t.regex(add.message, /the agent may not change the controller's status: status\.conditions, status\.observedGeneration and status\.controller/);
+  const change = await denied(t, agent.applyStatus({ ...meta(name), status: { conditions: [{ ...ready, status: 'False' }] } }, { fieldManager: FIELD_MANAGER.agent, force: true }));
+  t.regex(change.message, /the agent may not change the controller's status/);
+  const gen = await denied(t, agent.applyStatus({ ...meta(name), status: { observedGeneration: 7 } }, { fieldManager: FIELD_MANAGER.agent, force: true }));
+  t.regex(gen.message, /the agent may not change the controller's status/);
+  const reported = await agent.applyStatus({ ...meta(name), status: { node: { phase: 'Available', capacityBytes: 1 } } }, { fieldManager: FIELD_MANAGER.agent });
+  t.deepEqual(reported.status?.conditions, [ready], "the agent's own report leaves the conditions as the controller wrote them");
+  t.is(reported.status?.observedGeneration, 1);
 });
 
 test('a ServiceAccount token that is not node-bound is refused for the agent', async (t) => {

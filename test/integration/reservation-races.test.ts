@@ -83,7 +83,7 @@ function reserveManually(name: string, trial: number): Promise<NodeDisk> {
 const pause = (_i: number) => Promise.resolve();
 
 const isManual = (nd: NodeDisk) => nd.spec.desired?.state === 'Reserved' && nd.spec.desired.owner === OWNER;
-const accepted = (nd: NodeDisk) => nd.status?.controller?.conditions?.find((c) => c.type === CONDITION.accepted);
+const accepted = (nd: NodeDisk) => nd.status?.conditions?.find((c) => c.type === CONDITION.accepted);
 
 interface Outcome {
   overwritten: boolean;

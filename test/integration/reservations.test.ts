@@ -145,7 +145,7 @@ test.serial('a marker with no NodeDisk (finalizer removed by hand) comes back as
   t.true(existsSync(marker('disk3')), 'the marker was kept');
   // The label policy does not take it: a recovered reservation is not the label's.
   await kubectl('label', 'nodedisk', nameOf('disk3'), 'localtest.example.com/auto-reserve=true');
-  await until('disk3', 'label refused', (nd) => nd.status?.controller?.conditions?.some((c) => c.type === 'Accepted' && c.reason === 'ReservedByOther') === true);
+  await until('disk3', 'label refused', (nd) => nd.status?.conditions?.some((c) => c.type === 'Accepted' && c.reason === 'ReservedByOther') === true);
   t.is((await get('disk3')).spec.desired?.owner, RECOVERED_OWNER);
   await kubectl('label', 'nodedisk', nameOf('disk3'), 'localtest.example.com/auto-reserve-');
   // The release its message suggests works as any other.

@@ -33,8 +33,8 @@ test.after.always(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-const readyTrue = (nd: { status?: { controller?: { conditions?: { type: string; status: string }[] } } }) =>
-  nd.status?.controller?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+const readyTrue = (nd: { status?: { conditions?: { type: string; status: string }[] } }) =>
+  nd.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 
 test.serial('the controller writes the status of a new disk once, after the agent has reported it', async (t) => {
   const cp = controlPlane();

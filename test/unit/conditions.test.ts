@@ -41,7 +41,7 @@ test('lastTransitionTime moves only when a condition status changes', (t) => {
   t.is(first.observedGeneration, 3);
 
   // Same status, new message: the time stays.
-  nd.status = { ...nd.status, controller: first };
+  nd.status = { ...nd.status, ...first };
   nd.status.node = { phase: 'Error', lastSeenTime: fresh, message: 'boom' };
   const later = new Date(NOW + 60_000);
   const second = controllerStatus(nd, decide(nd), readiness(nd, later.getTime(), STALE), later);
@@ -50,17 +50,19 @@ test('lastTransitionTime moves only when a condition status changes', (t) => {
   t.is(ready2?.lastTransitionTime, '2026-01-01T00:10:00Z');
 
   // Status flips to True: the time moves.
-  nd.status = { controller: second, node: { phase: 'Reserved', lastSeenTime: '2026-01-01T00:11:00Z' } };
+  nd.status = { ...second, node: { phase: 'Reserved', lastSeenTime: '2026-01-01T00:11:00Z' } };
   const third = controllerStatus(nd, decide(nd), readiness(nd, later.getTime(), STALE), later);
   t.is(third.conditions?.find((c) => c.type === 'Ready')?.lastTransitionTime, '2026-01-01T00:11:00Z');
   t.true(sameControllerStatus(third, third));
   t.false(sameControllerStatus(second, third));
+  // A status in the old shape (conditions under status.controller) is not the same: it gets rewritten.
+  t.false(sameControllerStatus({ controller: { ...third.controller, conditions: third.conditions } as typeof third.controller }, third));
 });
 
 test('a conflicting label makes Accepted False with the policy reason', (t) => {
   const nd = withNode({ phase: 'Reserved', lastSeenTime: fresh }, 'Reserved');
   nd.metadata.labels = { 'localtest.example.com/auto-reserve': 'true' };
   const s = controllerStatus(nd, decide(nd), readiness(nd, NOW, STALE), new Date(NOW));
-  t.false(s.accepted);
+  t.false(s.controller.accepted);
   t.like(s.conditions?.find((c) => c.type === 'Accepted'), { status: 'False', reason: 'ReservedByOther' });
 });

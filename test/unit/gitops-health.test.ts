@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { load } from 'js-yaml';
+import { dump, load } from 'js-yaml';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { ensureHealthcheck, evaluateHealth, type HealthRequest, type HealthResult } from '../healthcheck/healthcheck.ts';
 
@@ -23,10 +23,6 @@ const flux = load(readFileSync(join(REPO_ROOT, 'kustomize/gitops/flux/nodedisks.
 const nodeDiskExprs = flux.spec.healthCheckExprs.find((e) => e.kind === 'NodeDisk')!;
 
 const FLUX_FOR: Record<string, string> = { Healthy: 'Current', Progressing: 'InProgress', Degraded: 'Failed' };
-// The one place the two engines differ: a NodeDisk nobody has written status for yet. Flux binds the
-// object's top-level fields as CEL variables, so `status` is not there at all and every expression
-// fails to evaluate: kstatus says Unknown, and Flux keeps waiting (as for InProgress) with the error.
-const FLUX_EXCEPT: Record<string, string> = { 'testdata/progressing_no_status.yaml': 'Unknown' };
 
 let bin = '';
 let results: HealthResult[] = [];
@@ -53,16 +49,26 @@ for (const c of cases) {
     t.is(argocd.error, undefined);
     t.deepEqual({ status: argocd.status, message: argocd.message }, c.healthStatus);
   });
-  const want = FLUX_EXCEPT[c.inputPath] ?? FLUX_FOR[c.healthStatus.status]!;
+  const want = FLUX_FOR[c.healthStatus.status]!;
   test(`Flux: ${c.inputPath} is ${want}`, (t) => {
     t.is(resultFor(c.inputPath).flux.status, want);
   });
 }
 
-test('Flux: a NodeDisk with no status is Unknown, because the expressions cannot be evaluated', (t) => {
-  const { flux: verdict } = resultFor('testdata/progressing_no_status.yaml');
-  t.is(verdict.status, 'Unknown');
-  t.regex(verdict.error ?? '', /no such attribute/);
+// Why the CRD defaults status to {} (ADR 20): Flux binds the object's top-level fields as CEL variables, so
+// on an object with no status key every expression fails to evaluate (`no such attribute`) and kstatus says
+// Unknown. No expression can test for a missing variable; only the served object can have one.
+test('Flux: an object with no status key at all cannot be judged by any expression: Unknown, no such attribute', async (t) => {
+  const served = objects.find((o) => o.name === 'testdata/progressing_no_status.yaml')!;
+  const bare = load(served.yaml) as Record<string, unknown>;
+  t.deepEqual(bare.status, {}, 'the fixture is the object as served, status defaulted');
+  delete bare.status;
+  const probes = [nodeDiskExprs, { apiVersion: nodeDiskExprs.apiVersion, kind: 'NodeDisk', current: '!has(status.conditions)' }];
+  for (const exprs of probes) {
+    const [r] = await evaluateHealth(bin, { argocd: { healthLua: HEALTH_LUA }, flux: { healthCheckExprs: [exprs] }, objects: [{ name: 'bare', yaml: dump(bare) }] });
+    t.is(r!.flux.status, 'Unknown');
+    t.regex(r!.flux.error ?? '', /no such attribute/);
+  }
 });
 
 test('Flux: "current" alone is never true for a NodeDisk that is not healthy, whatever order Flux evaluates in', async (t) => {
@@ -73,6 +79,25 @@ test('Flux: "current" alone is never true for a NodeDisk that is not healthy, wh
   });
   t.true(onlyCurrent.length > 0);
   for (const r of onlyCurrent) t.not(r.flux.status, 'Current', r.name);
+});
+
+// kstatus, the library Flux and kubectl-based pipelines use when a kind has no custom check, reads the
+// conditions at status.conditions and status.observedGeneration (ADR 20).
+test('kstatus: Ready=True is Current; Ready False or Unknown, or an older observedGeneration, is InProgress', (t) => {
+  t.like(resultFor('testdata/healthy.yaml').kstatus, { status: 'Current', message: 'Resource is Ready' });
+  for (const f of ['progressing_agent_behind', 'progressing_agent_stale', 'degraded_agent_error', 'degraded_disk_missing']) {
+    t.is(resultFor(`testdata/${f}.yaml`).kstatus.status, 'InProgress', f);
+  }
+  t.like(resultFor('testdata/progressing_generation_not_observed.yaml').kstatus, { status: 'InProgress', message: 'NodeDisk generation is 3, but latest observed generation is 2' });
+});
+
+test('kstatus: conditions in the old place (status.controller.conditions) are invisible to it, even a Ready=False', async (t) => {
+  const agentError = load(objects.find((o) => o.name === 'testdata/degraded_agent_error.yaml')!.yaml) as { status: Record<string, unknown> & { controller: Record<string, unknown> } };
+  const { conditions, observedGeneration, ...rest } = agentError.status;
+  t.true(Array.isArray(conditions) && observedGeneration !== undefined);
+  const old = { ...agentError, status: { ...rest, controller: { ...agentError.status.controller, conditions } } };
+  const [r] = await evaluateHealth(bin, { argocd: { healthLua: HEALTH_LUA }, flux: { healthCheckExprs: [nodeDiskExprs] }, objects: [{ name: 'old-shape', yaml: dump(old) }] });
+  t.is(r!.kstatus.status, 'Current', 'kstatus takes a NodeDisk whose agent reports an error for current when its conditions are not at status.conditions');
 });
 
 test('Argo CD: an argocd-cm script has no string, math or io library, and os has only time and date', async (t) => {

@@ -182,7 +182,8 @@ test.serial('usage errors: exit 2 with the fix', async (t) => {
   const out = await plugin('list', '-o', 'table');
   t.regex(out.err, /unknown output format "table"/);
   const waitFor = await plugin('wait', 'x', '--for', 'ready');
-  t.regex(waitFor.err, /--for must be phase=<Phase> or condition=<Type>/);
+  t.is(waitFor.code, 2);
+  t.regex(waitFor.err, /--for must be delete, create, condition=<Type>\[=<value>\], jsonpath=.{<path>}.\[=<value>\] or phase=<Phase>; got "ready"/);
 });
 
 test.serial('gitops refuses bad names and overlays with a namespace', async (t) => {

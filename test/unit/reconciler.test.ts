@@ -31,7 +31,7 @@ const disk = (rv: string, desired: NodeDisk['spec']['desired'], labels: Record<s
   spec: { nodeName: 'n', diskID: 'd1', path: '/d/d1.img', ...(desired ? { desired } : {}) },
 });
 const stale = { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 409, reason: 'Conflict', message: 'Operation cannot be fulfilled on nodedisks.localtest.example.com "d1": the object has been modified; please apply your changes to the latest version and try again' };
-type Body = { metadata: { resourceVersion?: string }; spec?: { desired?: unknown }; status?: { controller?: { conditions?: { type: string; status: string; reason: string }[] } } };
+type Body = { metadata: { resourceVersion?: string }; spec?: { desired?: unknown }; status?: { conditions?: { type: string; status: string; reason: string }[] } };
 
 test.before(() => nock.disableNetConnect());
 test.afterEach.always(() => nock.cleanAll());
@@ -56,7 +56,7 @@ test.serial('a reservation decided from a stale version is refused, and the fres
   t.deepEqual(sent[0]?.spec?.desired, { state: 'Reserved', owner: 'auto' });
   t.is(sent.length, 2, 'after the fresh read, only status is written');
   t.is(sent[1]?.metadata.resourceVersion, '6', 'the status is conditional on the fresh version');
-  const accepted = sent[1]?.status?.controller?.conditions?.find((c) => c.type === 'Accepted');
+  const accepted = sent[1]?.status?.conditions?.find((c) => c.type === 'Accepted');
   t.like(accepted, { status: 'False', reason: 'ReservedByOther' });
   t.is(result.updated?.metadata.resourceVersion, '7');
   t.true(nock.isDone());
@@ -124,5 +124,5 @@ test.serial('a new NodeDisk its agent has not reported yet gets no status until 
   nock(SERVER).patch(`${NODEDISKS_PATH}/d1/status`, (b: Body) => (sent.push(b), true)).query(true).reply(200, disk('6', undefined));
   const old = await r.reconcile(created(6000));
   t.true(old.wrote);
-  t.like(sent[0]?.status?.controller?.conditions?.find((c) => c.type === 'Ready'), { status: 'Unknown', reason: 'WaitingForAgent' });
+  t.like(sent[0]?.status?.conditions?.find((c) => c.type === 'Ready'), { status: 'Unknown', reason: 'WaitingForAgent' });
 });

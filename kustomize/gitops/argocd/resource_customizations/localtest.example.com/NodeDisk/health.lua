@@ -17,22 +17,24 @@ local desired = (obj.spec and obj.spec.desired) or {}
 local state = desired.state or "Available"
 local owner = desired.owner or ""
 local generation = (obj.metadata and obj.metadata.generation) or 0
-local ctl = obj.status and obj.status.controller
+-- The controller's conditions and the generation they describe, where every tool looks (ADR 20).
+local status = obj.status or {}
+local conds = status.conditions
 
-if ctl == nil then
+if conds == nil then
   hs.status = "Progressing"
   hs.message = "Waiting for the controller to look at this disk"
   return hs
 end
 
-if ctl.accepted == false then
-  local accepted = condition(ctl.conditions, "Accepted")
+local accepted = condition(conds, "Accepted")
+if accepted ~= nil and accepted.status == "False" then
   hs.status = "Degraded"
-  hs.message = (accepted and accepted.message) or "The controller did not accept this NodeDisk"
+  hs.message = accepted.message or "The controller did not accept this NodeDisk"
   return hs
 end
 
-if (ctl.observedGeneration or 0) < generation then
+if (status.observedGeneration or 0) < generation then
   hs.status = "Progressing"
   hs.message = "The controller has not acted on generation " .. tostring(generation) .. " yet"
   return hs
@@ -50,7 +52,7 @@ if (not wantsAuto) and state == "Reserved" and owner == "auto" then
   return hs
 end
 
-local ready = condition(ctl.conditions, "Ready")
+local ready = condition(conds, "Ready")
 if ready == nil then
   hs.status = "Progressing"
   hs.message = "Waiting for the Ready condition"
