@@ -354,3 +354,36 @@ export function relaxedPath(expr: string): Step[] {
   if (e !== '' && !e.startsWith('.') && !e.startsWith('[') && !e.startsWith('$') && !e.startsWith('@')) e = `.${e}`;
   return parsePath(e);
 }
+
+/** Text that a template prints, accumulated item by item (see itemwiseTemplate). */
+export interface ItemwiseRender {
+  add(item: unknown): void;
+  text(): string;
+}
+
+const isItemsStep = (steps: Step[]) => steps[0]?.kind === 'field' && steps[0].name === 'items' && (steps[1]?.kind === 'wildcard' || steps[1]?.kind === 'filter');
+
+/**
+ * When a template over a List only visits `.items[*]` (or `.items[?(…)]`): text, `{range .items[*]}…{end}`
+ * and `{.items[*].path}`, as most -o jsonpath templates do, it is rendered item by item, keeping only the
+ * printed text, so a list of any length is printed without keeping its objects. Otherwise undefined:
+ * slices, indexes and `..` need the whole List.
+ */
+export function itemwiseTemplate(template: string): (() => ItemwiseRender) | undefined {
+  const nodes = parseTemplate(template);
+  if (!nodes.every((n) => n.kind === 'text' || isItemsStep(n.steps))) return undefined;
+  return () => {
+    const parts = nodes.map(() => [] as string[]);
+    return {
+      add(item) {
+        nodes.forEach((n, i) => {
+          if (n.kind === 'text') return;
+          const found = evaluate([item], n.steps.slice(1));
+          if (n.kind === 'range') parts[i]!.push(found.map((v) => render(n.body, v)).join(''));
+          else parts[i]!.push(...found.map(printResult));
+        });
+      },
+      text: () => nodes.map((n, i) => (n.kind === 'text' ? n.text : parts[i]!.join(n.kind === 'range' ? '' : ' '))).join(''),
+    };
+  };
+}

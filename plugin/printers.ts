@@ -7,7 +7,7 @@ import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { printerColumns } from '../api/v1alpha1/schema.ts';
 import { age } from './format.ts';
 import { goJson, goText, goValue, sortKeys } from './goformat.ts';
-import { compileJsonpath, evaluate, JsonPathError, parsePath, relaxedPath } from './jsonpath.ts';
+import { compileJsonpath, evaluate, itemwiseTemplate, JsonPathError, parsePath, relaxedPath, type ItemwiseRender } from './jsonpath.ts';
 import { TabWriter } from './tabwriter.ts';
 import { usageError } from './errors.ts';
 
@@ -18,7 +18,7 @@ type Column = { header: string; steps: ReturnType<typeof parsePath> };
 
 export type OutputFormat =
   | { kind: 'table' | 'wide' | 'json' | 'yaml' | 'name' }
-  | { kind: 'jsonpath'; render: (data: unknown) => string }
+  | { kind: 'jsonpath'; render: (data: unknown) => string; itemwise?: (() => ItemwiseRender) | undefined }
   | { kind: 'custom-columns'; columns: Column[] };
 
 function readFlagFile(path: string, flag: string): string {
@@ -32,7 +32,7 @@ function readFlagFile(path: string, flag: string): string {
 function jsonpathFormat(template: string): OutputFormat {
   // Compiled here, before any request, so a bad template is a usage error (exit 2) like any bad flag.
   try {
-    return { kind: 'jsonpath', render: compileJsonpath(template) };
+    return { kind: 'jsonpath', render: compileJsonpath(template), itemwise: itemwiseTemplate(template) };
   } catch (err) {
     throw usageError(`-o jsonpath: ${(err as Error).message}`);
   }
@@ -93,8 +93,11 @@ export interface PrintOptions {
   labelColumns: string[];
 }
 
+/** go-yaml's layout, as kubectl prints it. */
+export const YAML_OPTIONS = { sortKeys: true, seqNoIndent: true, quoteStyle: 'double', lineWidth: -1, noRefs: true } as const;
+
 /** kubectl hides managedFields unless --show-managed-fields. */
-function withoutManagedFields(nd: NodeDisk): NodeDisk {
+export function withoutManagedFields(nd: NodeDisk): NodeDisk {
   const { managedFields: _, ...metadata } = nd.metadata;
   return { ...nd, metadata };
 }
@@ -118,7 +121,7 @@ function labelsText(labels: Record<string, string> | undefined): string {
   return keys.length ? keys.map((k) => `${k}=${labels![k]}`).join(',') : '<none>';
 }
 
-function tableRows(items: NodeDisk[], o: PrintOptions, withHeader: boolean): string[][] {
+export function tableRows(items: NodeDisk[], o: PrintOptions, withHeader: boolean): string[][] {
   const now = Date.now();
   const wide = o.format.kind === 'wide';
   const columns = COLUMNS.filter((c) => wide || !c.priority);
@@ -133,7 +136,7 @@ function tableRows(items: NodeDisk[], o: PrintOptions, withHeader: boolean): str
   return withHeader ? [header, ...rows] : rows;
 }
 
-function customColumnRows(items: NodeDisk[], columns: Column[], withHeader: boolean): string[][] {
+export function customColumnRows(items: NodeDisk[], columns: Column[], withHeader: boolean): string[][] {
   const rows = items.map((nd) =>
     columns.map((c) => {
       const found = evaluate(withoutManagedFields(nd), c.steps);
@@ -170,7 +173,7 @@ export async function printNodeDisks(items: NodeDisk[], o: PrintOptions, out: (t
     case 'yaml':
       // kubectl separates the documents of a watch with ---.
       if (state.documents++ > 0) out('---\n');
-      out((await import('js-yaml')).dump(sortKeys(doc()), { sortKeys: true, seqNoIndent: true, quoteStyle: 'double', lineWidth: -1, noRefs: true }));
+      out((await import('js-yaml')).dump(sortKeys(doc()), YAML_OPTIONS));
       return;
     case 'name':
       out(items.map((nd) => `${qualifiedName(nd)}\n`).join(''));

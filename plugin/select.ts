@@ -4,6 +4,8 @@ import { DESIRED_STATES, NODE_PHASES } from '../api/v1alpha1/types.ts';
 import { nodeNameProblem } from '../api/names.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { Session } from './context.ts';
+import type { ServerTable } from './list-output.ts';
+import { NODEDISKS_PATH } from '../api/client.ts';
 import { EXIT, PluginError, usageError } from './errors.ts';
 
 export interface SelectionFlags {
@@ -57,6 +59,45 @@ export async function* selected(session: Session, f: SelectionFlags): AsyncGener
   try {
     for await (const page of client.listPages({ labelSelector: f.selector, fieldSelector: fieldSelector(f), pageSize: f['chunk-size'] ?? 500 })) {
       yield page.items;
+    }
+  } catch (err) {
+    selectorError(err, f.selector);
+  }
+}
+
+/**
+ * Pages of a list, the next one asked for as soon as a page arrives, so the API server prepares it while
+ * this one is printed.
+ */
+async function* prefetched<T extends { metadata?: { continue?: string } }>(fetch: (cont: string | undefined) => Promise<T>): AsyncGenerator<T> {
+  let next: Promise<T> | undefined = fetch(undefined);
+  try {
+    while (next) {
+      const page: T = await next;
+      const cont = page.metadata?.continue;
+      next = cont ? fetch(cont) : undefined;
+      yield page;
+    }
+  } finally {
+    // Left early (a page could not be printed): the request in flight no longer matters.
+    next?.catch(() => undefined);
+  }
+}
+
+/**
+ * The selection page by page (`--chunk-size`), as objects or, with `table`, as the API server's Table
+ * without objects (`includeObject=None`, a few dozen bytes a row: what the default table prints).
+ */
+export async function* selectedPages(session: Session, f: SelectionFlags, table: boolean): AsyncGenerator<{ items?: NodeDisk[]; table?: ServerTable }> {
+  const client = session.client();
+  const query = { labelSelector: f.selector, fieldSelector: fieldSelector(f), limit: f['chunk-size'] ?? 500 };
+  try {
+    if (table) {
+      const fetch = (cont: string | undefined) =>
+        client.rest.request<ServerTable>('GET', NODEDISKS_PATH, { query: { ...query, continue: cont, includeObject: 'None' }, accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' });
+      for await (const page of prefetched(fetch)) yield { table: page };
+    } else {
+      for await (const page of prefetched((cont) => client.list({ ...query, continue: cont }))) yield { items: page.items };
     }
   } catch (err) {
     selectorError(err, f.selector);

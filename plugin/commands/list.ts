@@ -6,7 +6,8 @@ import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import type { Session } from '../context.ts';
 import { parseOutput, printNodeDisks } from '../printers.ts';
-import { hasSelection, selected, type SelectionFlags } from '../select.ts';
+import { hasSelection, selected, selectedPages, type SelectionFlags } from '../select.ts';
+import { listOutput } from '../list-output.ts';
 import { sortItems } from '../sort.ts';
 import { watchList } from './list-watch.ts';
 import { EXIT, ReportedError, usageError } from '../errors.ts';
@@ -89,8 +90,19 @@ export const listCommand: CommandSpec<ListArgs> = {
           errors.push(err);
         }
       }
+    } else if (!args['sort-by']) {
+      // Each page becomes its printed text as it arrives; all is printed after the last page, as kubectl
+      // does (one table aligned across --chunk-size pages, nothing printed if a page fails).
+      const output = listOutput(options);
+      for await (const page of selectedPages(session, args, output.wantsTable)) {
+        if (page.table) output.addTable(page.table);
+        else await output.addItems(page.items ?? []);
+      }
+      await output.end(session.io.out);
+      if (output.count === 0 && (format.kind === 'table' || format.kind === 'wide')) session.io.err('No resources found\n');
+      return;
     } else {
-      // All pages first, then one table: kubectl aligns the columns across --chunk-size pages too.
+      // Sorting needs every object (kubectl even asks for them in one response when sorting).
       for await (const page of selected(session, args)) items.push(...page);
     }
     if (args['sort-by']) items = sortItems(items, args['sort-by']);

@@ -1,0 +1,107 @@
+// `npm run bench:scale:plugin`: `kubectl nodedisks list` through kubectl against `kubectl get nodedisks`
+// at 9, 300 and SCALE_N NodeDisks (default 1000) spread round robin over 200 nodes, on one real control
+// plane: median wall time, CPU time (user+sys, steadier than wall time on a shared machine) and peak RSS
+// of each, from GNU time (`/usr/bin/time`; for the plugin that is the kubectl process that execs it).
+//
+//   SCALE_N=10000,50000 RUNS=3 PLUGINS=bundle:dist/bin,sea:/tmp/sea npm run bench:scale:plugin
+//
+// PLUGINS names directories holding a `kubectl-nodedisks` executable (default: the bundle, dist/bin),
+// so a build from before a change, or the single executable krew installs, can be measured in the same
+// run as kubectl. Both sides use the control plane's kubectl; output goes to /dev/null. Each command
+// runs once as a warm-up (kubectl's discovery cache, Node's compile cache), then the commands take
+// turns, RUNS times, so load from other jobs falls on all of them alike.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import { API_VERSION, FIELD_MANAGER, KIND, LABEL_DISK, LABEL_NODE } from '../api/constants.ts';
+import { NodeDiskClient } from '../api/client.ts';
+import { diskPath, nodeDiskName } from '../api/names.ts';
+import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
+import { RestClient } from '../lib/kube/rest.ts';
+import { ControlPlane } from '../test/harness/controlplane.ts';
+import { REPO_ROOT } from '../scripts/lib/paths.ts';
+
+// SCALE_N may list several sizes (10000,50000): one population grows through all of them.
+const SIZES = [...new Set([9, 300, ...(process.env.SCALE_N ?? '1000').split(',').map(Number)])].sort((a, b) => a - b);
+const RUNS = Number(process.env.RUNS ?? 5);
+const NODES = 200;
+const PLUGINS = (process.env.PLUGINS ?? 'bundle:dist/bin').split(',').map((spec) => {
+  const [name, dir] = spec.includes(':') ? [spec.slice(0, spec.indexOf(':')), spec.slice(spec.indexOf(':') + 1)] : [spec, spec];
+  return { name: name!, dir: isAbsolute(dir!) ? dir! : join(REPO_ROOT, dir!) };
+});
+
+interface Sample {
+  wallMs: number;
+  cpuMs: number;
+  rssMiB: number;
+}
+
+const work = mkdtempSync(join(tmpdir(), 'bench-scale-plugin-'));
+
+/** One run under GNU time: wall clock, user+sys CPU and peak RSS of the process (and what it execs). */
+function measure(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<Sample> {
+  const report = join(work, 'time.txt');
+  return new Promise((resolve, reject) => {
+    execFile('/usr/bin/time', ['-o', report, '-f', '%e %U %S %M', cmd, ...args], { env, maxBuffer: 2 * 1024 * 1024 * 1024 }, (err, _out, stderr) => {
+      if (err) return reject(new Error(`${cmd} ${args.join(' ')}: ${stderr.slice(0, 2000)}`));
+      const [wall, user, sys, rssKiB] = readFileSync(report, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
+      resolve({ wallMs: wall! * 1000, cpuMs: (user! + sys!) * 1000, rssMiB: rssKiB! / 1024 });
+    });
+  });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const summary = (s: Sample[]) => ({ wallMs: median(s.map((x) => x.wallMs)), cpuMs: median(s.map((x) => x.cpuMs)), rssMiB: Math.max(...s.map((x) => x.rssMiB)) });
+
+/** Creates NodeDisks `from`…`to - 1` with a status, disk i on node i mod 200, 32 requests in flight. */
+async function populate(client: NodeDiskClient, from: number, to: number): Promise<void> {
+  let next = from;
+  const worker = async () => {
+    for (let i = next++; i < to; i = next++) {
+      const node = `bench-node-${String(i % NODES).padStart(3, '0')}`;
+      const disk = `disk${Math.floor(i / NODES)}`;
+      const name = nodeDiskName(node, disk);
+      await client.create({ apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: { [LABEL_NODE]: node, [LABEL_DISK]: disk } }, spec: { nodeName: node, diskID: disk, path: diskPath('/var/lib/node-disks-manager/disks', disk) } }, { fieldManager: FIELD_MANAGER.agent });
+      await client.applyStatus({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: { phase: 'Available', capacityBytes: 67108864, lastSeenTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } }, { fieldManager: FIELD_MANAGER.agent });
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, worker));
+}
+
+const cp = await ControlPlane.start();
+try {
+  const kubectl = cp.binaries.kubectl;
+  const client = new NodeDiskClient(new RestClient(loadKubeConfig({ kubeconfig: cp.admin().kubeconfig })));
+  const envFor = (dir: string) => ({ ...process.env, PATH: `${dir}:${process.env.PATH}`, KUBECONFIG: cp.admin().kubeconfig });
+  const uptime = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  console.log(`Kubernetes ${cp.binaries.kubernetesVersion}, kubectl ${kubectl}; NodeDisks over ${NODES} nodes; median of ${RUNS} runs after a warm-up; load average at start ${uptime()}`);
+  console.log(`plugins: ${PLUGINS.map((p) => `${p.name} = ${p.dir}`).join(', ')}`);
+  const head = PLUGINS.map((p) => `${p.name}: wall | ratio | CPU | RSS`).join(' | ');
+  console.log(`| NodeDisks | kubectl get: wall | CPU | RSS | ${head} | load |`);
+  console.log(`| --- | --- | --- | --- | ${PLUGINS.map(() => '--- | --- | --- | ---').join(' | ')} | --- |`);
+  let created = 0;
+  for (const size of SIZES) {
+    const started = Date.now();
+    await populate(client, created, size);
+    created = size;
+    if (size > 300) console.error(`populated ${size} NodeDisks in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    const commands = [
+      { args: ['get', 'nodedisks'], env: envFor(PLUGINS[0]!.dir) },
+      ...PLUGINS.map((p) => ({ args: ['nodedisks', 'list'], env: envFor(p.dir) })),
+    ];
+    const samples: Sample[][] = commands.map(() => []);
+    for (const c of commands) await measure(kubectl, c.args, c.env);
+    for (let r = 0; r < RUNS; r++) {
+      for (const [i, c] of commands.entries()) samples[i]!.push(await measure(kubectl, c.args, c.env));
+    }
+    const [get, ...plugins] = samples.map(summary);
+    const ms = (x: number) => `${x.toFixed(0)} ms`;
+    const mib = (x: number) => `${x.toFixed(0)} MiB`;
+    const cells = plugins.map((p) => `${ms(p.wallMs)} | ${(p.wallMs / get!.wallMs).toFixed(2)} | ${ms(p.cpuMs)} | ${mib(p.rssMiB)}`).join(' | ');
+    console.log(`| ${size} | ${ms(get!.wallMs)} | ${ms(get!.cpuMs)} | ${mib(get!.rssMiB)} | ${cells} | ${uptime()} |`);
+  }
+} finally {
+  await cp.stop();
+  rmSync(work, { recursive: true, force: true });
+}
