@@ -30,11 +30,29 @@ export class TokenBucket {
    * lasts. Tokens may go negative: that is the queue of reservations already handed out.
    */
   reserve(): number {
+    this.refill();
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
+  }
+
+  /** Takes a token if one is there now; false (and nothing taken) otherwise. */
+  tryTake(): boolean {
+    this.refill();
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+
+  /** How long until a token is there (0: now). */
+  msUntilToken(): number {
+    this.refill();
+    return this.tokens >= 1 ? 0 : ((1 - this.tokens) * 1000) / this.qps;
+  }
+
+  private refill(): void {
     const t = this.now();
     this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) * this.qps) / 1000);
     this.last = t;
-    this.tokens -= 1;
-    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
   }
 
   /** Gives back a reservation that will not be used (its request was cancelled while waiting). */
