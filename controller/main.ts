@@ -5,6 +5,7 @@ import { TokenBucket } from '../lib/kube/ratelimit.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { configuredOrExit, opsServerOrExit, shutdownSignal } from '../lib/runtime/daemon.ts';
 import { createLogger } from '../lib/runtime/log.ts';
+import { cgroupMemoryLimit, heapProblem } from '../lib/runtime/memory.ts';
 import { parseControllerConfig } from './config.ts';
 import { Controller } from './controller.ts';
 import { EventRecorder } from './events.ts';
@@ -60,7 +61,11 @@ const ops = await opsServerOrExit({
     return controller ? controller.readiness() : 'starting';
   },
 });
-log.info('controller started', { httpPort: ops.port, leaderElect: config.leaderElect });
+log.info('controller started', { httpPort: ops.port, leaderElect: config.leaderElect, workers: config.workers, kubeApiQps: config.kubeApiQps, kubeApiBurst: config.kubeApiBurst });
+// The heap must fit the container's memory limit (docs/adr/0023): say so at once if it was not sized.
+const memoryLimit = cgroupMemoryLimit();
+const heapWarning = heapProblem(memoryLimit);
+if (heapWarning) log.warn(heapWarning, { memoryLimitBytes: memoryLimit });
 
 if (elector) {
   // Each term of leadership runs a fresh controller whose requests all carry the term's signal and pass
