@@ -28,7 +28,9 @@ ENV PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/nodejs/b
 WORKDIR /app
 USER 65532:65532
 EXPOSE 8080
-ENTRYPOINT ["/nodejs/bin/node", "/app/node-disks-operator.mjs"]
+# The V8 heap is sized from the container's memory limit (cgroup v1 or v2): half of it, the rest for
+# everything else of the process (docs/adr/0023).
+ENTRYPOINT ["/nodejs/bin/node", "--max-old-space-size-percentage=50", "/app/node-disks-operator.mjs"]
 
 # The agent runs as UID 0 with no capabilities (see kustomize/agent/daemonset.yaml): it must write
 # marker files in the host's root-owned disk dir (/var/lib/node-disks-manager/disks, 0755 root).

@@ -19,6 +19,8 @@ export interface ControllerConfig {
   staleAfterMs: number;
   firstReportGraceMs: number;
   workers: number;
+  kubeApiQps: number;
+  kubeApiBurst: number;
   logLevel: Level;
 }
 
@@ -37,7 +39,14 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     .option('retry-period', { type: 'string', default: '2s' })
     .option('agent-stale-after', { type: 'string', default: env.AGENT_STALE_AFTER ?? '15m', describe: 'Ready turns Unknown when an agent has not reported for this long (keep it above the agents\' heartbeat)' })
     .option('agent-report-grace', { type: 'string', default: env.AGENT_REPORT_GRACE ?? '5s', describe: 'How long a new NodeDisk waits for its agent\'s first report before its status says WaitingForAgent (one status write per new disk instead of two); 0 writes at once' })
-    .option('workers', { type: 'number', default: 2 })
+    // kube-controller-manager's default for its concurrent syncs (--concurrent-deployment-syncs and the
+    // like): enough to keep several requests in flight per round trip, few enough to keep the API server's
+    // queue short. Each worker holds one NodeDisk at a time; the queue never hands one to two workers.
+    .option('workers', { type: 'number', default: 5, describe: 'NodeDisks reconciled at once (one worker per NodeDisk at a time)' })
+    // A fuse, not a throttle: at the defaults the API server (its CPU, its priority and fairness) is what
+    // bounds a cold start of tens of thousands of NodeDisks, not this client. See docs/adr/0023.
+    .option('kube-api-qps', { type: 'number', default: 500, describe: 'Requests per second to the API server, all workers together (client-go\'s QPS); leader election is not counted' })
+    .option('kube-api-burst', { type: 'number', default: 1000, describe: 'Requests allowed at once above --kube-api-qps before it applies (client-go\'s burst)' })
     .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info' });
   const a = strictFlags(parser).parseSync();
   stopIfHelp(a);
@@ -55,11 +64,15 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     staleAfterMs: parseDuration(a['agent-stale-after'], '--agent-stale-after'),
     firstReportGraceMs: a['agent-report-grace'] === '0' ? 0 : parseDuration(a['agent-report-grace'], '--agent-report-grace'),
     workers: a.workers,
+    kubeApiQps: a['kube-api-qps'],
+    kubeApiBurst: a['kube-api-burst'],
     logLevel: parseLevel(a['log-level']),
   };
   if (!(cfg.leaseDurationMs > cfg.renewDeadlineMs && cfg.renewDeadlineMs > cfg.retryPeriodMs)) {
     throw new Error('leader election timings must satisfy --lease-duration > --renew-deadline > --retry-period');
   }
   if (!Number.isInteger(cfg.workers) || cfg.workers < 1) throw new Error('--workers must be a positive integer');
+  if (!(cfg.kubeApiQps > 0) || !Number.isFinite(cfg.kubeApiQps)) throw new Error(`--kube-api-qps must be a positive number of requests per second, got ${a['kube-api-qps']}`);
+  if (!Number.isInteger(cfg.kubeApiBurst) || cfg.kubeApiBurst < 1) throw new Error(`--kube-api-burst must be a positive integer, got ${a['kube-api-burst']}`);
   return cfg;
 }

@@ -9,6 +9,7 @@ import type { Logger } from '../lib/runtime/log.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
 import type { Reconciler } from './reconciler.ts';
+import { leanNodeDisk } from './cache.ts';
 
 export interface ControllerOptions {
   client: NodeDiskClient;
@@ -33,7 +34,8 @@ export class Controller {
           for (const name of this.informer.cache.keys()) this.queue.add(name);
         },
       },
-      { log: o.log.with({ loop: 'informer' }) },
+      // The cache keeps only what the controller reads (./cache.ts).
+      { log: o.log.with({ loop: 'informer' }), transform: leanNodeDisk },
     );
   }
 
@@ -84,7 +86,7 @@ export class Controller {
           const cached = this.informer.cache.get(name);
           // Keep the newer of the two: a watch event may already have brought a later version.
           if (!cached || Number(cached.metadata.resourceVersion) <= Number(result.updated.metadata.resourceVersion)) {
-            this.informer.cache.set(name, result.updated);
+            this.informer.cache.set(name, leanNodeDisk(result.updated));
           }
         }
         this.queue.forget(name);

@@ -1,9 +1,11 @@
 // node-disks-operator: entry point. Exit codes: 0 after SIGTERM/SIGINT, 2 for bad configuration.
 import { NodeDiskClient } from '../api/client.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
+import { TokenBucket } from '../lib/kube/ratelimit.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { configuredOrExit, opsServerOrExit, shutdownSignal } from '../lib/runtime/daemon.ts';
 import { createLogger } from '../lib/runtime/log.ts';
+import { cgroupMemoryLimit, heapProblem } from '../lib/runtime/memory.ts';
 import { parseControllerConfig } from './config.ts';
 import { Controller } from './controller.ts';
 import { EventRecorder } from './events.ts';
@@ -17,6 +19,11 @@ const { config, rest } = configuredOrExit(() => {
   const userAgent = `node-disks-operator (${config.identity.replace(/[^\x20-\x7e]/g, '_')})`;
   return { config, rest: new RestClient(access, { timeoutMs: 30_000, userAgent }) };
 });
+
+// Every request of the controller's work (workers, informer, events) shares one bucket. Leader election
+// keeps the client without it, as kube-controller-manager gives it a client of its own: a renewal must
+// never wait behind a queue of writes, or a busy leader would lose its lease.
+const workRest = rest.with({ rateLimiter: new TokenBucket({ qps: config.kubeApiQps, burst: config.kubeApiBurst }) });
 
 const log = createLogger('node-disks-operator', { level: config.logLevel, base: { identity: config.identity } });
 const stopping = shutdownSignal(log);
@@ -54,7 +61,11 @@ const ops = await opsServerOrExit({
     return controller ? controller.readiness() : 'starting';
   },
 });
-log.info('controller started', { httpPort: ops.port, leaderElect: config.leaderElect });
+log.info('controller started', { httpPort: ops.port, leaderElect: config.leaderElect, workers: config.workers, kubeApiQps: config.kubeApiQps, kubeApiBurst: config.kubeApiBurst });
+// The heap must fit the container's memory limit (docs/adr/0023): say so at once if it was not sized.
+const memoryLimit = cgroupMemoryLimit();
+const heapWarning = heapProblem(memoryLimit);
+if (heapWarning) log.warn(heapWarning, { memoryLimitBytes: memoryLimit });
 
 if (elector) {
   // Each term of leadership runs a fresh controller whose requests all carry the term's signal and pass
@@ -67,7 +78,7 @@ if (elector) {
       term.abort(); // found out here first (a frozen process wakes): end the whole term at once
       throw new NotLeaderError();
     };
-    controller = newController(rest.with({ signal: term.signal, gate }));
+    controller = newController(workRest.with({ signal: term.signal, gate }));
     const running = controller.run(term.signal);
     await elector.hold(AbortSignal.any([stopping, term.signal]));
     term.abort();
@@ -79,7 +90,7 @@ if (elector) {
     log.warn('lost leadership; stopped all work and standing by');
   }
 } else {
-  controller = newController(rest.with({ signal: stopping }));
+  controller = newController(workRest.with({ signal: stopping }));
   await controller.run(stopping);
 }
 await ops.close();

@@ -28,7 +28,7 @@ export interface InformerHandlers<T> {
   onSync?(): void;
 }
 
-export interface InformerOptions {
+export interface InformerOptions<T = unknown> {
   log: Logger;
   pageSize?: number;
   /** How long the server keeps one watch open, in seconds; randomized ±50% like client-go. */
@@ -36,6 +36,12 @@ export interface InformerOptions {
   /** Extra silence tolerated beyond the watch timeout before the watchdog aborts it. */
   watchdogGraceMs?: number;
   backoff?: Backoff;
+  /**
+   * Applied to every object from the list and the watch before it is cached or handed to a handler, as
+   * client-go's SetTransform: the cache keeps only what its user reads (no managedFields, say), so its
+   * memory is that of the fields used, not of whole objects. The list's page is dropped right after.
+   */
+  transform?: (obj: T) => T;
 }
 
 type Obj = { metadata: ObjectMeta };
@@ -44,19 +50,22 @@ export class Informer<T extends Obj> {
   readonly cache = new Map<string, T>();
   private synced = false;
   private lastError: Error | undefined;
-  private readonly o: Required<InformerOptions>;
+  private readonly o: Required<Omit<InformerOptions<T>, 'transform'>>;
+  private readonly transform: (obj: T) => T;
   private readonly source: InformerSource<T>;
   private readonly handlers: InformerHandlers<T>;
 
-  constructor(source: InformerSource<T>, handlers: InformerHandlers<T>, o: InformerOptions) {
+  constructor(source: InformerSource<T>, handlers: InformerHandlers<T>, o: InformerOptions<T>) {
     this.source = source;
     this.handlers = handlers;
+    const { transform, ...rest } = o;
+    this.transform = transform ?? ((obj) => obj);
     this.o = {
       pageSize: 500,
       watchTimeoutSeconds: 300,
       watchdogGraceMs: 30_000,
       backoff: new Backoff({ initialMs: 500, maxMs: 30_000 }),
-      ...o,
+      ...rest,
     };
   }
 
@@ -108,7 +117,7 @@ export class Informer<T extends Obj> {
     let rv = '';
     do {
       const page = await this.source.list({ limit: this.o.pageSize, ...(cont ? { continue: cont } : {}) });
-      for (const item of page.items) seen.set(item.metadata.name ?? '', item);
+      for (const item of page.items) seen.set(item.metadata.name ?? '', this.transform(item));
       cont = page.metadata.continue || undefined;
       rv = page.metadata.resourceVersion ?? rv;
     } while (cont);
@@ -157,14 +166,15 @@ export class Informer<T extends Obj> {
         }
         rv = ev.object.metadata.resourceVersion ?? rv;
         if (ev.type === 'BOOKMARK') continue;
-        const name = ev.object.metadata.name ?? '';
+        const obj = this.transform(ev.object);
+        const name = obj.metadata.name ?? '';
         if (ev.type === 'DELETED') {
           this.cache.delete(name);
-          this.handlers.onDelete?.(ev.object);
+          this.handlers.onDelete?.(obj);
         } else {
           const old = this.cache.get(name);
-          this.cache.set(name, ev.object);
-          this.handlers.onUpsert?.(ev.object, old);
+          this.cache.set(name, obj);
+          this.handlers.onUpsert?.(obj, old);
         }
       }
       this.o.backoff.reset();

@@ -7,6 +7,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, RequestOptions } from 'node:
 import { ApiError, TransportError, type Status } from './errors.ts';
 import type { ClusterAccess } from './kubeconfig.ts';
 import { redactedProxy } from './proxy.ts';
+import type { TokenBucket } from './ratelimit.ts';
 
 // node:http and node:https are taken with process.getBuiltinModule on purpose: importing them as ES
 // modules evaluates every lazy export, which loads Node's bundled undici and costs ~25 ms of every plugin
@@ -47,6 +48,11 @@ export interface RestClientOptions {
    * checks there that it still leads, so nothing decided earlier is sent once it no longer does.
    */
   gate?: () => void;
+  /**
+   * A client-side rate limit (client-go's QPS and burst) that every request waits on before it leaves,
+   * watches and lists included. Kept by with(): a leader's term shares its process's bucket.
+   */
+  rateLimiter?: TokenBucket;
 }
 
 /** The connection agent of a client and of the clients made from it with `with()`. */
@@ -129,6 +135,8 @@ export class RestClient {
     const timeoutMs = init.timeoutMs ?? this.opts.timeoutMs ?? 0;
     const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
     const signal = this.opts.signal && init.signal ? AbortSignal.any([this.opts.signal, init.signal]) : (this.opts.signal ?? init.signal);
+    // The wait for a token comes before the gate: the gate must be the last thing asked before sending.
+    await this.opts.rateLimiter?.wait(signal);
     // Nothing is awaited from here on. See docs/adr/0011 for the gate.
     signal?.throwIfAborted();
     this.opts.gate?.();

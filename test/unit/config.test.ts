@@ -47,3 +47,12 @@ test('--http-address: host:port, :port or [ipv6]:port of this machine, port 0-65
   t.throws(() => parseAddress('203.0.113.9:8080'), { message: /203\.0\.113\.9 is not an address of this machine/ });
   t.throws(() => parseControllerConfig(['--http-address=:99999']), { message: /--http-address ":99999": the port must be 0-65535/ });
 });
+
+test('controller concurrency and client-side rate limit: defaults, and bad values refused with the flag named', (t) => {
+  t.like(parseControllerConfig([]), { workers: 5, kubeApiQps: 500, kubeApiBurst: 1000 });
+  t.like(parseControllerConfig(['--workers=8', '--kube-api-qps=50.5', '--kube-api-burst=100']), { workers: 8, kubeApiQps: 50.5, kubeApiBurst: 100 });
+  t.throws(() => parseControllerConfig(['--workers=0']), { message: /--workers must be a positive integer/ });
+  t.throws(() => parseControllerConfig(['--kube-api-qps=0']), { message: /--kube-api-qps must be a positive number of requests per second, got 0/ });
+  t.throws(() => parseControllerConfig(['--kube-api-qps=fast']), { message: /--kube-api-qps must be a positive number/ });
+  t.throws(() => parseControllerConfig(['--kube-api-burst=1.5']), { message: /--kube-api-burst must be a positive integer, got 1.5/ });
+});

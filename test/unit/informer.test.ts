@@ -103,3 +103,31 @@ test.serial('a watch that goes silent is cut by the watchdog and the informer li
   t.deepEqual(seen, ['a@1', 'a@2']);
   t.true(Date.now() - started < 4000, 'cut after the watch timeout plus the grace, not left hanging');
 });
+
+test.serial('a transform is applied before anything is cached or handed on, from the list and from the watch', async (t) => {
+  const withFields = (name: string, rv: string) => ({ ...nd(name, rv), metadata: { name, resourceVersion: rv, managedFields: [{ manager: 'x', operation: 'Apply' }] } });
+  nock(SERVER)
+    .get(NODEDISKS_PATH).query({ limit: '500' }).reply(200, list('10', withFields('a', '5')))
+    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '10')
+    .reply(200, lines({ type: 'ADDED', object: withFields('b', '11') }))
+    .get(NODEDISKS_PATH).query((q) => q.watch === 'true').delay(3000).reply(200, '');
+  const c = client();
+  const handed: object[] = [];
+  const inf = new Informer<NodeDisk>(
+    { list: (o) => c.list(o), watch: (o, s) => c.watch(o, s) },
+    { onUpsert: (o) => handed.push(o) },
+    {
+      log: silent,
+      backoff: new Backoff({ initialMs: 10, maxMs: 20 }),
+      watchTimeoutSeconds: 60,
+      transform: (o) => ({ ...o, metadata: { name: o.metadata.name, resourceVersion: o.metadata.resourceVersion } }),
+    },
+  );
+  const stop = new AbortController();
+  const done = inf.run(stop.signal);
+  await until(() => inf.cache.has('b'));
+  stop.abort();
+  await done;
+  t.deepEqual([...inf.cache.values()].map((o) => o.metadata), [{ name: 'a', resourceVersion: '5' }, { name: 'b', resourceVersion: '11' }]);
+  t.true(handed.every((o) => !('managedFields' in (o as NodeDisk).metadata)), 'a handler saw managedFields');
+});

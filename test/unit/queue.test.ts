@@ -47,3 +47,41 @@ test('addAfter delivers later, and shutDown releases waiting workers', async (t)
   q.shutDown();
   t.is(await waiting, undefined);
 });
+
+test('with many workers, the same key is never processed by two at once, and a key added during its processing is processed again', async (t) => {
+  const q = new WorkQueue();
+  const inFlight = new Set<string>();
+  const overlaps: string[] = [];
+  // For each key: adds made while it was being processed, and whether a later processing followed.
+  const addedWhileProcessing = new Map<string, number>();
+  const processedAfterAdd = new Map<string, number>();
+  let processed = 0;
+  const worker = async () => {
+    for (let key = await q.get(); key !== undefined; key = await q.get()) {
+      if (inFlight.has(key)) overlaps.push(key);
+      inFlight.add(key);
+      if ((addedWhileProcessing.get(key) ?? 0) > 0) processedAfterAdd.set(key, (processedAfterAdd.get(key) ?? 0) + 1);
+      addedWhileProcessing.set(key, 0);
+      await new Promise((r) => setTimeout(r, Math.random() * 3));
+      inFlight.delete(key);
+      processed++;
+      q.done(key);
+    }
+  };
+  const workers = Array.from({ length: 8 }, worker);
+  const keys = ['a', 'b', 'c'];
+  for (let i = 0; i < 300; i++) {
+    const key = keys[i % keys.length]!;
+    if (inFlight.has(key)) addedWhileProcessing.set(key, (addedWhileProcessing.get(key) ?? 0) + 1);
+    q.add(key);
+    if (i % 5 === 0) await new Promise((r) => setTimeout(r, 1));
+  }
+  // Let the queue drain, then stop the workers.
+  const deadline = Date.now() + 30_000;
+  while ((q.length > 0 || inFlight.size > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  q.shutDown();
+  await Promise.all(workers);
+  t.deepEqual(overlaps, [], 'a key was handed to a second worker while the first still had it');
+  t.true(processed >= keys.length);
+  for (const key of keys) t.is(addedWhileProcessing.get(key), 0, `an add of ${key} during its processing was not followed by another processing`);
+});

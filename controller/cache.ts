@@ -1,0 +1,27 @@
+// What the controller keeps of a NodeDisk in its informer cache: only what the policy, the reconcile and
+// the conditions read (issue 12/13: at 50,000 NodeDisks whole objects, managedFields above all, were most
+// of the controller's memory). Everything else of the object is dropped as it arrives.
+//
+// Kept: metadata name, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp and the one
+// label the policy reads; spec.nodeName, spec.path, spec.desired; status as it is (node report and the
+// controller's own conditions, small). A field the controller starts to read must be kept here too:
+// test/unit/cache.test.ts decides, reports and writes from the lean copy and from the whole object and
+// requires the same result.
+import { API_VERSION, KIND, LABEL_AUTO_RESERVE } from '../api/constants.ts';
+import type { NodeDisk, ObjectMeta } from '../api/v1alpha1/types.ts';
+
+export function leanNodeDisk(nd: NodeDisk): NodeDisk {
+  const m = nd.metadata;
+  const metadata: ObjectMeta = {};
+  if (m.name !== undefined) metadata.name = m.name;
+  if (m.uid !== undefined) metadata.uid = m.uid;
+  if (m.resourceVersion !== undefined) metadata.resourceVersion = m.resourceVersion;
+  if (m.generation !== undefined) metadata.generation = m.generation;
+  if (m.creationTimestamp !== undefined) metadata.creationTimestamp = m.creationTimestamp;
+  if (m.deletionTimestamp !== undefined) metadata.deletionTimestamp = m.deletionTimestamp;
+  const label = m.labels?.[LABEL_AUTO_RESERVE];
+  if (label !== undefined) metadata.labels = { [LABEL_AUTO_RESERVE]: label };
+  const { nodeName, path, desired } = nd.spec;
+  const spec = { nodeName, path, ...(desired !== undefined ? { desired } : {}) } as NodeDisk['spec'];
+  return { apiVersion: API_VERSION, kind: KIND, metadata, spec, ...(nd.status !== undefined ? { status: nd.status } : {}) };
+}

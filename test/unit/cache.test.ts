@@ -1,0 +1,63 @@
+// The controller's cache keeps a lean copy of each NodeDisk (controller/cache.ts). Whatever the policy,
+// the readiness verdict, the status and the writes' identity read must come out the same from the lean
+// copy as from the whole object; what nothing reads (managedFields first) must be gone.
+import test from 'ava';
+import { AUTO_OWNER, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { leanNodeDisk } from '../../controller/cache.ts';
+import { controllerStatus, readiness } from '../../controller/conditions.ts';
+import { decide } from '../../controller/policy.ts';
+import { fullNodeDisk } from '../fixtures/nodedisks.ts';
+
+/** A whole object as the API server returns it: managedFields of three managers, annotations, labels. */
+function asServed(change: (nd: NodeDisk) => void = () => {}): NodeDisk {
+  const nd: NodeDisk = structuredClone(fullNodeDisk('node-a', 'disk1'));
+  nd.metadata = {
+    ...nd.metadata,
+    uid: '0b7e5c1a-1111-2222-3333-444455556666',
+    resourceVersion: '4711',
+    generation: 3,
+    creationTimestamp: '2026-01-02T03:00:00Z',
+    annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"a":1}'.repeat(50) },
+    managedFields: ['node-disks-agent', 'node-disks-operator', 'kubectl'].map((manager) => ({ manager, operation: 'Apply', apiVersion: 'localtest.example.com/v1alpha1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:desired': {} } }, time: '2026-01-02T03:04:05Z' })),
+  };
+  change(nd);
+  return nd;
+}
+
+const variants: [string, NodeDisk][] = [
+  ['reserved by hand', asServed()],
+  ['labelled, free', asServed((nd) => ((nd.metadata.labels![LABEL_AUTO_RESERVE] = 'true'), (nd.spec.desired = { state: 'Available' })))],
+  ['labelled, reserved by hand', asServed((nd) => (nd.metadata.labels![LABEL_AUTO_RESERVE] = 'true'))],
+  ['label removed, reserved for auto', asServed((nd) => (nd.spec.desired = { state: 'Reserved', owner: AUTO_OWNER }))],
+  ['label of a bad value', asServed((nd) => ((nd.metadata.labels![LABEL_AUTO_RESERVE] = 'yes'), delete nd.spec.desired))],
+  ['not reported yet', asServed((nd) => delete nd.status)],
+  ['agent stale', asServed((nd) => (nd.status!.node!.lastSeenTime = '2020-01-01T00:00:00Z'))],
+  ['disk missing', asServed((nd) => ((nd.status!.node!.phase = 'Missing'), (nd.status!.node!.message = 'gone')))],
+];
+
+for (const [name, full] of variants) {
+  test(`the lean copy decides, reports and identifies its writes as the whole object does: ${name}`, (t) => {
+    const lean = leanNodeDisk(full);
+    const now = Date.parse('2026-01-02T03:05:00Z');
+    t.deepEqual(decide(lean), decide(full));
+    const ready = readiness(full, now, 15 * 60_000);
+    t.deepEqual(readiness(lean, now, 15 * 60_000), ready);
+    t.deepEqual(controllerStatus(lean, decide(lean), ready, new Date(now)), controllerStatus(full, decide(full), ready, new Date(now)));
+    // What the writes and Events carry: name and resourceVersion (conditional apply), uid (Event regarding),
+    // creationTimestamp (the first-report grace), generation (observedGeneration).
+    for (const k of ['name', 'uid', 'resourceVersion', 'generation', 'creationTimestamp'] as const) t.is(lean.metadata[k], full.metadata[k], k);
+    t.is(lean.spec.nodeName, full.spec.nodeName);
+    t.is(lean.spec.path, full.spec.path);
+    t.deepEqual(lean.status, full.status);
+  });
+}
+
+test('the lean copy drops managedFields, annotations and the labels the policy does not read', (t) => {
+  const full = asServed((nd) => (nd.metadata.labels![LABEL_AUTO_RESERVE] = 'true'));
+  const lean = leanNodeDisk(full);
+  t.is(lean.metadata.managedFields, undefined);
+  t.is(lean.metadata.annotations, undefined);
+  t.deepEqual(lean.metadata.labels, { [LABEL_AUTO_RESERVE]: 'true' });
+  t.true(JSON.stringify(lean).length < JSON.stringify(full).length / 2, `${JSON.stringify(lean).length} of ${JSON.stringify(full).length} bytes kept`);
+});

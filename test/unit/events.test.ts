@@ -1,0 +1,91 @@
+// Events at scale: a controller that reserves thousands of NodeDisks at its first start must not post
+// thousands of Events (client-go's EventCorrelator: a token bucket per source, similar events combined).
+import { createServer } from 'node:http';
+import test from 'ava';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { EventRecorder } from '../../controller/events.ts';
+import { RestClient } from '../../lib/kube/rest.ts';
+import { createLogger } from '../../lib/runtime/log.ts';
+import { tokenAccess } from './_access.ts';
+
+const silent = createLogger('test', { write: () => {} });
+const disk = (i: number): NodeDisk => ({
+  apiVersion: 'localtest.example.com/v1alpha1',
+  kind: 'NodeDisk',
+  metadata: { name: `d${i}`, uid: `uid-${i}`, resourceVersion: String(i) },
+  spec: { nodeName: 'n', diskID: `d${i}`, path: `/d/d${i}.img` },
+});
+
+interface Posted {
+  reason: string;
+  note: string;
+  regarding: { name: string };
+}
+
+async function eventServer() {
+  const posted: Posted[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      if (req.method === 'POST') posted.push(JSON.parse(body) as Posted);
+      res.setHeader('Content-Type', 'application/json');
+      res.end(body || '{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return {
+    posted,
+    rest: new RestClient(tokenAccess(url, 't')),
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+const until = async (what: string, cond: () => boolean, ms = 20_000) => {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`not reached: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+test('a burst of 1,000 events for 1,000 NodeDisks posts the burst, then one combined event, not 1,000', async (t) => {
+  const srv = await eventServer();
+  t.teardown(srv.close);
+  const recorder = new EventRecorder(srv.rest, 'unit', silent, { burst: 25, refillMs: 200 });
+  await Promise.all(Array.from({ length: 1000 }, (_, i) => recorder.record(disk(i), 'Normal', 'AutoReserved', 'Reserve', `reserved d${i}`)));
+  t.true(srv.posted.length <= 25, `${srv.posted.length} events posted at once`);
+  // The rest are not lost: they come as one combined event once a token is back.
+  await until('a combined event', () => srv.posted.some((e) => e.note.startsWith('(combined from similar events)')));
+  const combined = srv.posted.filter((e) => e.note.startsWith('(combined from similar events)'));
+  t.is(combined.length, 1);
+  t.regex(combined[0]!.note, /^\(combined from similar events\): 975 NodeDisks, the last d999: reserved d999/);
+  t.is(combined[0]!.reason, 'AutoReserved');
+  t.is(combined[0]!.regarding.name, 'd999');
+  recorder.close();
+});
+
+test('events of a different reason are combined apart, and a quiet recorder posts each event at once', async (t) => {
+  const srv = await eventServer();
+  t.teardown(srv.close);
+  const recorder = new EventRecorder(srv.rest, 'unit', silent, { burst: 2, refillMs: 100 });
+  // All at once (in one tick), as workers record them.
+  await Promise.all([
+    recorder.record(disk(1), 'Normal', 'AutoReserved', 'Reserve', 'one'),
+    recorder.record(disk(2), 'Normal', 'AutoReserved', 'Reserve', 'two'),
+    recorder.record(disk(3), 'Normal', 'AutoReserved', 'Reserve', 'three'),
+    recorder.record(disk(4), 'Warning', 'ReservedByOther', 'PolicyRejected', 'four'),
+  ]);
+  t.is(srv.posted.length, 2);
+  await until('two combined events', () => srv.posted.length === 4);
+  t.deepEqual(srv.posted.slice(2).map((e) => [e.reason, e.regarding.name]).sort(), [['AutoReserved', 'd3'], ['ReservedByOther', 'd4']]);
+  // Quiet again: a single event goes out as it is.
+  await new Promise((r) => setTimeout(r, 500));
+  await recorder.record(disk(5), 'Normal', 'AutoReleased', 'Release', 'five');
+  t.is(srv.posted.at(-1)?.note, 'five');
+  recorder.close();
+});
