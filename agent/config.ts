@@ -2,6 +2,7 @@
 import yargs from 'yargs';
 import { stopIfHelp, strictFlags } from '../lib/runtime/flags.ts';
 import { DEFAULT_DISK_DIR } from '../api/constants.ts';
+import { DEFAULT_SYSTEM_NAMESPACE, LEASE_PERIODS } from '../api/heartbeat.ts';
 import { nodeNameProblem } from '../api/names.ts';
 import { parseDuration } from '../lib/runtime/duration.ts';
 import { parseLevel, type Level } from '../lib/runtime/log.ts';
@@ -14,6 +15,7 @@ export interface AgentConfig {
   kubeconfig: string | undefined;
   httpAddress: string;
   heartbeatMs: number;
+  leaseNamespace: string;
   rescanMs: number;
   logLevel: Level;
 }
@@ -27,7 +29,8 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     .option('host-disk-dir', { type: 'string', default: env.HOST_DISK_DIR, defaultDescription: '--disk-dir', describe: 'The same directory as a host path, written to spec.path' })
     .option('kubeconfig', { type: 'string', describe: 'Path to a kubeconfig; in-cluster config when unset' })
     .option('http-address', { type: 'string', default: env.HTTP_ADDRESS ?? ':8080', describe: 'Address for /metrics, /healthz and /readyz' })
-    .option('heartbeat', { type: 'string', default: env.HEARTBEAT ?? '5m', describe: 'Re-report unchanged status this often (with jitter)' })
+    .option('heartbeat', { type: 'string', default: env.HEARTBEAT ?? '60s', describe: `Renew this node's heartbeat Lease this often; it lasts ${LEASE_PERIODS} times as long (status is written only when it changes)` })
+    .option('lease-namespace', { type: 'string', default: env.POD_NAMESPACE ?? DEFAULT_SYSTEM_NAMESPACE, defaultDescription: `$POD_NAMESPACE or ${DEFAULT_SYSTEM_NAMESPACE}`, describe: 'Namespace of the heartbeat Lease (the system namespace)' })
     .option('rescan-interval', { type: 'string', default: env.RESCAN_INTERVAL ?? '60s', describe: 'Full rescan of the disk dir, a safety net for missed file-system events' })
     .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info', describe: 'debug, info, warn or error' });
   const args = strictFlags(parser).parseSync();
@@ -44,6 +47,8 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv = proces
   const heartbeatMs = parseDuration(args.heartbeat, '--heartbeat');
   const rescanMs = parseDuration(args['rescan-interval'], '--rescan-interval');
   if (heartbeatMs < 1000) throw new Error('--heartbeat must be at least 1s');
+  const leaseNamespace = args['lease-namespace'];
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(leaseNamespace)) throw new Error(`--lease-namespace ${JSON.stringify(leaseNamespace)} is not a namespace name (lowercase letters, digits and '-', at most 63)`);
   if (rescanMs < 100) throw new Error('--rescan-interval must be at least 100ms');
   return {
     nodeName,
@@ -52,6 +57,7 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     kubeconfig: args.kubeconfig,
     httpAddress: args['http-address'],
     heartbeatMs,
+    leaseNamespace,
     rescanMs,
     logLevel: parseLevel(args['log-level']),
   };
