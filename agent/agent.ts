@@ -6,7 +6,8 @@
 // for missed events, run at its slow period. One worker handles one diskID at a time, de-duplicated, so
 // a burst of events costs one reconcile; disks something happened to go before the rescan's sweep.
 // Output: NodeDisk creation (identity and labels), marker files, the reservation-protection finalizer
-// (ADR 12), and status.node by server-side apply, written only when it changed or the heartbeat is due.
+// (ADR 12), and status.node by server-side apply, written only when it changed. Liveness is one heartbeat
+// Lease per node (./heartbeat.ts, ADR 24), not a periodic write per disk.
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { API_VERSION, DISK_SUFFIX, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../api/constants.ts';
 import type { NodeDiskClient } from '../api/client.ts';
@@ -14,12 +15,13 @@ import { diskIdFromFileName, diskIdProblem, diskPath, labelValue, nodeDiskName }
 import type { NodeDisk, NodeStatus } from '../api/v1alpha1/types.ts';
 import { ApiError, isApiError } from '../lib/kube/errors.ts';
 import { Informer } from '../lib/kube/informer.ts';
-import { Backoff, jittered, sleep } from '../lib/runtime/backoff.ts';
+import { Backoff, sleep } from '../lib/runtime/backoff.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import { COLLISION_REASON, discover, diskIdOfEntry, inspectDiskFile, type Discovery } from './discover.ts';
 import { ensureMarker, markerState, removeMarker } from './markers.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { observedStatus, statusChanged } from './observe.ts';
+import { NodeHeartbeat } from './heartbeat.ts';
 import { addProtection, isProtected, removeProtection } from './protection.ts';
 
 export interface AgentOptions {
@@ -29,7 +31,10 @@ export interface AgentOptions {
   diskDir: string;
   /** The same dir as a path on the host, for spec.path (differs when mounted elsewhere in a container). */
   hostDiskDir: string;
+  /** How often the node's heartbeat Lease is renewed (it lasts LEASE_PERIODS times this). */
   heartbeatMs: number;
+  /** The system namespace, where the heartbeat Lease lives. */
+  leaseNamespace: string;
   rescanMs: number;
   log: Logger;
   metrics: AgentMetrics;
@@ -42,14 +47,13 @@ export class Agent {
   private discoveryError: string | undefined;
   /** Disks something happened to (a file event, a NodeDisk event, a retry): reconciled first. */
   private readonly urgent = new Set<string>();
-  /** Disks a full rescan, a relist or a heartbeat asks to look at: reconciled when nothing is urgent. */
+  /** Disks a full rescan or a relist asks to look at: reconciled when nothing is urgent. */
   private readonly sweep = new Set<string>();
   /** Disks whose file a file-system event named, to be looked at again before they are reconciled. */
   private readonly changedFiles = new Set<string>();
   private scanRequested = true;
   private wake: (() => void) | undefined;
-  /** When each disk's next heartbeat is due (ms since epoch), fixed with jitter at each write. */
-  private readonly heartbeatDue = new Map<string, number>();
+  private readonly heartbeat: NodeHeartbeat;
   private readonly retryBackoff = new Map<string, Backoff>();
   private readonly lastActionError = new Map<string, string>();
   /**
@@ -65,10 +69,27 @@ export class Agent {
 
   constructor(o: AgentOptions) {
     this.o = o;
+    this.heartbeat = new NodeHeartbeat({
+      rest: o.client.rest,
+      namespace: o.leaseNamespace,
+      nodeName: o.nodeName,
+      periodMs: o.heartbeatMs,
+      log: o.log.with({ loop: 'heartbeat' }),
+      onResult: (result) => o.metrics.heartbeats.inc({ result }),
+    });
     this.informer = new Informer<NodeDisk>(
       {
-        list: (l) => o.client.list({ ...l, fieldSelector: `spec.nodeName=${o.nodeName}` }),
-        watch: (w, signal) => o.client.watch({ ...w, fieldSelector: `spec.nodeName=${o.nodeName}` }, signal),
+        list: async (l) => {
+          const page = await o.client.list({ ...l, fieldSelector: `spec.nodeName=${o.nodeName}` });
+          for (const nd of page.items) lean(nd);
+          return page;
+        },
+        watch: async function* (w, signal) {
+          for await (const ev of o.client.watch({ ...w, fieldSelector: `spec.nodeName=${o.nodeName}` }, signal)) {
+            if (ev.type !== 'ERROR') lean(ev.object);
+            yield ev;
+          }
+        },
       },
       {
         onUpsert: (nd) => {
@@ -101,6 +122,7 @@ export class Agent {
       const [diskID, why] = this.refused.entries().next().value!;
       return `the API server refused ${this.refused.size === 1 ? 'a write' : `writes for ${this.refused.size} disks`} of this agent (disk ${diskID}: ${why})`;
     }
+    if (this.heartbeat.problem) return `cannot renew the heartbeat Lease ${this.o.leaseNamespace}/${this.heartbeat.name}: ${this.heartbeat.problem}`;
     return undefined;
   }
 
@@ -108,6 +130,14 @@ export class Agent {
   liveness(): string | undefined {
     const stuckFor = Date.now() - this.lastLoop;
     return stuckFor > Math.max(120_000, this.o.rescanMs * 3) ? `work loop has not turned for ${Math.round(stuckFor / 1000)} s` : undefined;
+  }
+
+  /**
+   * Whether a heartbeat may say "this node's reports are current": synced, the disk dir read and readable,
+   * the work loop turning. While the dir cannot be read the Lease lapses, and the controller says so.
+   */
+  private canRenew(): boolean {
+    return this.informer.hasSynced && this.discovery !== undefined && this.discoveryError === undefined && this.liveness() === undefined;
   }
 
   private enqueue(diskID: string, queue: Set<string> = this.urgent): void {
@@ -138,12 +168,8 @@ export class Agent {
     const informerDone = this.informer.run(signal);
     this.watchDir();
     const rescan = setInterval(() => this.requestScan(), this.o.rescanMs);
-    // The heartbeat check rides on a slow tick; it writes only for disks whose heartbeat is due.
-    const tick = setInterval(() => {
-      const now = Date.now();
-      for (const [diskID, due] of this.heartbeatDue) if (due <= now) this.enqueue(diskID, this.sweep);
-      this.wake?.();
-    }, Math.min(this.o.heartbeatMs / 4, 30_000));
+    // Its own loop, so that a long sweep of disks never delays a renewal.
+    const beating = this.heartbeat.run(signal, () => this.canRenew());
     try {
       while (!signal.aborted) {
         this.lastLoop = Date.now();
@@ -154,8 +180,8 @@ export class Agent {
           await this.scan();
         }
         // Disks are reconciled only against a synced cache and a completed, current scan; until then, wait.
-        // While the disk dir cannot be read the last reports stand: no marker change, no status, no
-        // heartbeat (a heartbeat would claim a look the agent did not take). Readiness says why.
+        // While the disk dir cannot be read the last reports stand: no marker change, no status, and no
+        // heartbeat renewal (it would claim a look the agent did not take). Readiness says why.
         const canWork = this.informer.hasSynced && this.discovery !== undefined && this.discoveryError === undefined;
         if (canWork) {
           // One disk per turn, so that a file event or a reservation arriving during a sweep of thousands
@@ -184,9 +210,9 @@ export class Agent {
       }
     } finally {
       clearInterval(rescan);
-      clearInterval(tick);
       this.fsWatcher?.close();
       await informerDone;
+      await beating;
     }
   }
 
@@ -361,28 +387,21 @@ export class Agent {
     });
     if (!file && ignored) next = { ...next, phase: 'Error', message: `disk image ${hostPath} ${ignored.reason}` };
 
-    const current = nd.status?.node;
-    const changed = statusChanged(current, next);
-    const due = this.heartbeatDue.get(diskID);
-    const heartbeat = !changed && (due === undefined ? heartbeatExpired(current, this.o.heartbeatMs) : due <= Date.now());
-    if (!changed && !heartbeat) {
-      if (due === undefined) this.scheduleHeartbeat(diskID, current);
-      return;
-    }
+    // Written only when the report changed: the node's heartbeat Lease says the agent is alive (ADR 24).
+    if (!statusChanged(nd.status?.node, next)) return;
     const status: NodeStatus = { ...next, lastSeenTime: now() };
     try {
       const updated = await client.applyStatus(
         { apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: status } },
         { fieldManager: FIELD_MANAGER.agent },
       );
-      this.informer.cache.set(name, updated);
+      this.informer.cache.set(name, lean(updated));
     } catch (err) {
       this.o.metrics.apiErrors.inc({ op: 'status' });
       throw err;
     }
-    this.o.metrics.statusWrites.inc({ cause: changed ? 'change' : 'heartbeat' });
-    if (changed) log.info('reported disk status', { nodeDisk: name, diskID, phase: status.phase, capacityBytes: status.capacityBytes });
-    this.heartbeatDue.set(diskID, Date.now() + jittered(this.o.heartbeatMs, 0.2));
+    this.o.metrics.statusWrites.inc({ cause: 'change' });
+    log.info('reported disk status', { nodeDisk: name, diskID, phase: status.phase, capacityBytes: status.capacityBytes });
     this.updatePhaseGauge();
   }
 
@@ -420,7 +439,7 @@ export class Agent {
       }
       nd = await client.get(name); // created by an earlier run of ours: carry on with it
     }
-    this.informer.cache.set(name, nd);
+    this.informer.cache.set(name, lean(nd));
     return nd;
   }
 
@@ -444,7 +463,7 @@ export class Agent {
       throw err;
     }
     log.info(on ? 'reservation protection added' : 'reservation protection removed', { nodeDisk: nd.metadata.name, finalizer: FINALIZER });
-    this.informer.cache.set(nd.metadata.name ?? '', updated);
+    this.informer.cache.set(nd.metadata.name ?? '', lean(updated));
     return updated;
   }
 
@@ -461,15 +480,14 @@ export class Agent {
         phase: 'Error' as const,
         message: `this NodeDisk's name is not the canonical name ${canonical} of disk ${diskID} on node ${this.o.nodeName}; nothing acts on it: delete it (kubectl delete nodedisk ${aliasName})`,
       };
-      const current = alias.status?.node;
-      if (!statusChanged(current, next) && !heartbeatExpired(current, this.o.heartbeatMs)) continue;
-      if (statusChanged(current, next)) this.o.log.warn('NodeDisk with a non-canonical name; not acting on it', { nodeDisk: aliasName, canonical });
+      if (!statusChanged(alias.status?.node, next)) continue;
+      this.o.log.warn('NodeDisk with a non-canonical name; not acting on it', { nodeDisk: aliasName, canonical });
       try {
         const updated = await this.o.client.applyStatus(
           { apiVersion: API_VERSION, kind: KIND, metadata: { name: aliasName }, status: { node: { ...next, lastSeenTime: now() } } },
           { fieldManager: FIELD_MANAGER.agent },
         );
-        this.informer.cache.set(aliasName, updated);
+        this.informer.cache.set(aliasName, lean(updated));
       } catch (err) {
         // Never let an alias hold up the real disk; the log and the alias's missing status tell the story.
         this.o.metrics.apiErrors.inc({ op: 'status' });
@@ -489,11 +507,6 @@ export class Agent {
     else this.aliases.delete(diskID);
   }
 
-  private scheduleHeartbeat(diskID: string, current: NodeStatus | undefined): void {
-    const last = current?.lastSeenTime ? Date.parse(current.lastSeenTime) : 0;
-    this.heartbeatDue.set(diskID, last + jittered(this.o.heartbeatMs, 0.2));
-  }
-
   private updatePhaseGauge(): void {
     const counts = new Map<string, number>();
     for (const nd of this.informer.cache.values()) {
@@ -505,6 +518,15 @@ export class Agent {
   }
 }
 
+/**
+ * What the agent keeps of a NodeDisk: all but metadata.managedFields, which it never reads (its writes are
+ * server-side applies and merge patches that do not need them) and which are about half of each object.
+ */
+function lean(nd: NodeDisk): NodeDisk {
+  delete nd.metadata.managedFields;
+  return nd;
+}
+
 function now(): string {
   return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 }
@@ -512,9 +534,4 @@ function now(): string {
 /** An error as readiness shows it: the HTTP status of an API refusal, then its message. */
 function describe(err: Error): string {
   return err instanceof ApiError ? `${err.statusCode}${err.reason ? ` ${err.reason}` : ''}: ${err.message}` : err.message;
-}
-
-function heartbeatExpired(current: NodeStatus | undefined, heartbeatMs: number): boolean {
-  if (!current?.lastSeenTime) return true;
-  return Date.now() - Date.parse(current.lastSeenTime) >= heartbeatMs;
 }

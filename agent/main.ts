@@ -23,7 +23,7 @@ const ops = await opsServerOrExit({
   healthz: () => agent.liveness(),
   readyz: () => agent.readiness(),
 });
-log.info('agent started', { diskDir: config.diskDir, hostDiskDir: config.hostDiskDir, httpPort: ops.port, heartbeatMs: config.heartbeatMs });
+log.info('agent started', { diskDir: config.diskDir, hostDiskDir: config.hostDiskDir, httpPort: ops.port, heartbeatMs: config.heartbeatMs, leaseNamespace: config.leaseNamespace });
 
 await agent.run(shutdownSignal(log));
 await ops.close();

@@ -90,7 +90,7 @@ try {
   console.log(`controller status writes for the ${DISKS} new disks: ${controllerStatusWrites}`);
   console.log(`new disk file → NodeDisk created: p50 ${pct(toCreated, 0.5).toFixed(0)} ms, p95 ${pct(toCreated, 0.95).toFixed(0)} ms; → reported Available: p50 ${pct(toAvailable, 0.5).toFixed(0)} ms, p95 ${pct(toAvailable, 0.95).toFixed(0)} ms (${SAMPLES} files, ${DISKS} disks on the node, rescan ${RESCAN}, ${scans} full scans so far)`);
   console.log(`label → marker on disk (kubectl label included): p50 ${pct(latencies, 0.5).toFixed(0)} ms, p95 ${pct(latencies, 0.95).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms over ${SAMPLES}`);
-  console.log(`steady state: ${changed} NodeDisks written in ${STEADY_SECONDS} s with a ${RESCAN} rescan (heartbeat 5 min)`);
+  console.log(`steady state: ${changed} NodeDisks written in ${STEADY_SECONDS} s with a ${RESCAN} rescan (liveness: one heartbeat Lease per node, ADR 24)`);
   console.log(`memory (RSS): agent ${rssMiB(agent).toFixed(0)} MiB, controller ${rssMiB(programs[0]!).toFixed(0)} MiB`);
 } finally {
   await Promise.all(programs.map((p) => p.stop()));

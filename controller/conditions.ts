@@ -4,6 +4,7 @@
 // lastTransitionTime moves only when a condition's status changes (metav1.Condition semantics).
 import { CONDITION } from '../api/constants.ts';
 import type { Condition, ConditionStatus, ControllerStatus, NodeDisk, NodeDiskStatus } from '../api/v1alpha1/types.ts';
+import type { AgentLiveness } from './heartbeat.ts';
 import type { PolicyDecision } from './policy.ts';
 
 export interface ReadyVerdict {
@@ -14,13 +15,25 @@ export interface ReadyVerdict {
   recheckAt?: number;
 }
 
-/** Whether what the agent reports matches what is desired, in words. */
-export function readiness(nd: NodeDisk, now: number, staleAfterMs: number): ReadyVerdict {
+/**
+ * Whether what the agent reports matches what is desired, in words. `liveness` is what the node's heartbeat
+ * Lease says (controller/heartbeat.ts, ADR 24); without one (an agent from before it, or none given) the
+ * report's lastSeenTime decides staleness against `staleAfterMs`, as before.
+ */
+export function readiness(nd: NodeDisk, now: number, staleAfterMs: number, liveness?: AgentLiveness): ReadyVerdict {
   const desired = nd.spec.desired?.state ?? 'Available';
   const node = nd.status?.node;
   if (!node?.phase) {
     return { status: 'Unknown', reason: 'WaitingForAgent', message: `the node agent on ${nd.spec.nodeName} has not reported this disk yet` };
   }
+  if (liveness?.kind === 'stale') {
+    return {
+      status: 'Unknown',
+      reason: 'AgentStale',
+      message: `the node agent on ${nd.spec.nodeName} has not renewed its heartbeat (Lease ${liveness.lease}, last renewed ${liveness.renewTime}, lasts ${liveness.durationSeconds} s); its phase ${node.phase} may be out of date`,
+    };
+  }
+  if (liveness?.kind === 'alive') return verdict(nd, desired, {});
   const seen = node.lastSeenTime ? Date.parse(node.lastSeenTime) : NaN;
   if (!Number.isNaN(seen) && now - seen > staleAfterMs) {
     return {
@@ -30,7 +43,12 @@ export function readiness(nd: NodeDisk, now: number, staleAfterMs: number): Read
     };
   }
   const recheckAt = Number.isNaN(seen) ? undefined : seen + staleAfterMs + 1000;
-  const base = recheckAt !== undefined ? { recheckAt } : {};
+  return verdict(nd, desired, recheckAt !== undefined ? { recheckAt } : {});
+}
+
+/** The verdict of a report that is not stale. */
+function verdict(nd: NodeDisk, desired: string, base: { recheckAt?: number }): ReadyVerdict {
+  const node = nd.status?.node ?? {};
   if (node.phase === 'Missing') return { ...base, status: 'False', reason: 'DiskMissing', message: node.message || `disk image ${nd.spec.path} is missing on ${nd.spec.nodeName}` };
   if (node.phase === 'Error') return { ...base, status: 'False', reason: 'AgentError', message: node.message || 'the node agent reports an error' };
   if (node.phase === desired) return { ...base, status: 'True', reason: 'PhaseMatchesDesired', message: `the node agent reports ${node.phase}, as desired` };

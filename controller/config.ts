@@ -17,6 +17,7 @@ export interface ControllerConfig {
   renewDeadlineMs: number;
   retryPeriodMs: number;
   staleAfterMs: number;
+  agentLeaseNamespace: string;
   firstReportGraceMs: number;
   workers: number;
   kubeApiQps: number;
@@ -37,7 +38,8 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     .option('lease-duration', { type: 'string', default: '15s' })
     .option('renew-deadline', { type: 'string', default: '10s' })
     .option('retry-period', { type: 'string', default: '2s' })
-    .option('agent-stale-after', { type: 'string', default: env.AGENT_STALE_AFTER ?? '15m', describe: 'Ready turns Unknown when an agent has not reported for this long (keep it above the agents\' heartbeat)' })
+    .option('agent-lease-namespace', { type: 'string', default: env.POD_NAMESPACE ?? 'node-disks-system', defaultDescription: '$POD_NAMESPACE or node-disks-system', describe: 'Namespace of the agents\' heartbeat Leases: Ready turns Unknown (AgentStale) when a node\'s Lease expires' })
+    .option('agent-stale-after', { type: 'string', default: env.AGENT_STALE_AFTER ?? '15m', describe: 'For a node with no heartbeat Lease (an agent older than it): Ready turns Unknown when its report is older than this' })
     .option('agent-report-grace', { type: 'string', default: env.AGENT_REPORT_GRACE ?? '5s', describe: 'How long a new NodeDisk waits for its agent\'s first report before its status says WaitingForAgent (one status write per new disk instead of two); 0 writes at once' })
     // kube-controller-manager's default for its concurrent syncs (--concurrent-deployment-syncs and the
     // like): enough to keep several requests in flight per round trip, few enough to keep the API server's
@@ -62,6 +64,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     renewDeadlineMs: parseDuration(a['renew-deadline'], '--renew-deadline'),
     retryPeriodMs: parseDuration(a['retry-period'], '--retry-period'),
     staleAfterMs: parseDuration(a['agent-stale-after'], '--agent-stale-after'),
+    agentLeaseNamespace: a['agent-lease-namespace'],
     firstReportGraceMs: a['agent-report-grace'] === '0' ? 0 : parseDuration(a['agent-report-grace'], '--agent-report-grace'),
     workers: a.workers,
     kubeApiQps: a['kube-api-qps'],

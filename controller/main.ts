@@ -9,6 +9,7 @@ import { cgroupMemoryLimit, heapProblem } from '../lib/runtime/memory.ts';
 import { parseControllerConfig } from './config.ts';
 import { Controller } from './controller.ts';
 import { EventRecorder } from './events.ts';
+import { AgentHeartbeats } from './heartbeat.ts';
 import { LeaderElector, NotLeaderError } from './leader.ts';
 import { controllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
@@ -43,13 +44,24 @@ const elector = config.leaderElect
 // The gauge is read from the elector's clock at each scrape, so it cannot lag behind a lost lease.
 const metrics = controllerMetrics(() => elector?.isLeader ?? true);
 
-/** A controller whose every request goes through `termRest`. */
-function newController(termRest: RestClient): Controller {
+/** A controller whose every request goes through `termRest`, and the agents' heartbeats it judges staleness by. */
+function newController(termRest: RestClient): { controller: Controller; heartbeats: AgentHeartbeats } {
   const client = new NodeDiskClient(termRest);
-  const reconciler = new Reconciler({ client, events: new EventRecorder(termRest, config.identity, log), log, metrics, staleAfterMs: config.staleAfterMs, firstReportGraceMs: config.firstReportGraceMs });
-  return new Controller({ client, reconciler, workers: config.workers, log, metrics });
+  // A node whose heartbeat turned stale or fresh: its disks' Ready condition is decided again.
+  const heartbeats: AgentHeartbeats = new AgentHeartbeats({
+    rest: termRest,
+    namespace: config.agentLeaseNamespace,
+    log,
+    onChange: (nodes) => {
+      for (const [name, nd] of c.informer.cache) if (nodes.has(nd.spec.nodeName)) c.queue.add(name);
+    },
+  });
+  const reconciler = new Reconciler({ client, events: new EventRecorder(termRest, config.identity, log), log, metrics, staleAfterMs: config.staleAfterMs, firstReportGraceMs: config.firstReportGraceMs, heartbeats });
+  const c = new Controller({ client, reconciler, workers: config.workers, log, metrics });
+  return { controller: c, heartbeats };
 }
 let controller: Controller | undefined;
+let heartbeats: AgentHeartbeats | undefined;
 
 const ops = await opsServerOrExit({
   address: config.httpAddress,
@@ -58,7 +70,7 @@ const ops = await opsServerOrExit({
   // A standby is ready when it could take over (it reaches the lease); the leader when it can do the work.
   readyz: () => {
     if (elector && !elector.isLeader) return elector.problem;
-    return controller ? controller.readiness() : 'starting';
+    return controller ? (controller.readiness() ?? heartbeats?.readiness()) : 'starting';
   },
 });
 log.info('controller started', { httpPort: ops.port, leaderElect: config.leaderElect, workers: config.workers, kubeApiQps: config.kubeApiQps, kubeApiBurst: config.kubeApiBurst });
@@ -78,8 +90,8 @@ if (elector) {
       term.abort(); // found out here first (a frozen process wakes): end the whole term at once
       throw new NotLeaderError();
     };
-    controller = newController(workRest.with({ signal: term.signal, gate }));
-    const running = controller.run(term.signal);
+    ({ controller, heartbeats } = newController(workRest.with({ signal: term.signal, gate })));
+    const running = Promise.all([controller.run(term.signal), heartbeats.run(term.signal)]);
     await elector.hold(AbortSignal.any([stopping, term.signal]));
     term.abort();
     await running;
@@ -90,8 +102,8 @@ if (elector) {
     log.warn('lost leadership; stopped all work and standing by');
   }
 } else {
-  controller = newController(workRest.with({ signal: stopping }));
-  await controller.run(stopping);
+  ({ controller, heartbeats } = newController(workRest.with({ signal: stopping })));
+  await Promise.all([controller.run(stopping), heartbeats.run(stopping)]);
 }
 await ops.close();
 log.info('stopped');

@@ -14,6 +14,7 @@ import { isApiError } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import { controllerStatus, readiness, sameControllerStatus } from './conditions.ts';
 import type { EventRecorder } from './events.ts';
+import type { AgentHeartbeats } from './heartbeat.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { decide } from './policy.ts';
 
@@ -22,8 +23,10 @@ export interface ReconcilerOptions {
   events: EventRecorder;
   log: Logger;
   metrics: ControllerMetrics;
-  /** An agent report older than this makes Ready Unknown (AgentStale). */
+  /** With no heartbeat Lease for its node, an agent report older than this makes Ready Unknown (AgentStale). */
   staleAfterMs: number;
+  /** The agents' heartbeat Leases (ADR 24): what decides staleness for a node that has one. */
+  heartbeats?: Pick<AgentHeartbeats, 'hasSynced' | 'liveness'>;
   /**
    * How long after its creation a NodeDisk the agent has not reported yet is left without a controller
    * status (0: written at once). The agent reports a disk right after creating it, so writing Ready
@@ -118,7 +121,10 @@ export class Reconciler {
     const now = Date.now();
     const wait = this.firstReportWait(current, now);
     if (wait > 0) return { updated: current, wrote, requeueAfterMs: wait };
-    const ready = readiness(current, now, this.o.staleAfterMs);
+    const heartbeats = this.o.heartbeats;
+    // Staleness is not judged before the heartbeat Leases are known: a node would look Lease-less.
+    if (heartbeats && !heartbeats.hasSynced) return { updated: current, wrote, requeueAfterMs: 1000 };
+    const ready = readiness(current, now, this.o.staleAfterMs, heartbeats?.liveness(current.spec.nodeName));
     const after = decide(current);
     const status = controllerStatus(current, after, ready, new Date(now));
     if (!sameControllerStatus(current.status, status)) {

@@ -74,7 +74,7 @@ export async function startAgent(cp: ControlPlane, o: AgentLaunch): Promise<Prog
     `--node-name=${o.node}`,
     `--disk-dir=${o.diskDir}`,
     '--http-address=127.0.0.1:0',
-    `--heartbeat=${o.heartbeat ?? '5m'}`,
+    `--heartbeat=${o.heartbeat ?? '60s'}`,
     `--rescan-interval=${o.rescanInterval ?? '60s'}`,
     ...(o.extraArgs ?? []),
   ]).launch();

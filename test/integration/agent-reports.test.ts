@@ -10,7 +10,7 @@ import { diskPath, labelValue, nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { seedDisks, startAgent, type Program } from '../harness/programs.ts';
 import { eventually } from '../harness/wait.ts';
-import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
+import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 let work = '';
@@ -49,6 +49,9 @@ const unready = (p: Program, why: RegExp) =>
   }, 30_000);
 const ready = (p: Program) => eventually(`${p.name} ready`, async () => (await readyz(p)).status === 200, 90_000);
 
+const heartbeat = (node: string) =>
+  restFor(controlPlane().admin()).request<{ spec: { renewTime?: string } }>('GET', `/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases/node-disks-agent-${node}`);
+
 async function phase(node: string, disk: string, check: (nd: NodeDisk) => boolean, what: string, timeoutMs = 20_000): Promise<NodeDisk> {
   return await eventually(`${node}/${disk} ${what}`, async () => {
     const nd = await client().get(nodeDiskName(node, disk));
@@ -56,7 +59,7 @@ async function phase(node: string, disk: string, check: (nd: NodeDisk) => boolea
   }, timeoutMs);
 }
 
-test.serial('an unreadable disk dir keeps the last reports through heartbeats, and readiness says why', async (t) => {
+test.serial('an unreadable disk dir keeps the last reports, lets the heartbeat Lease lapse, and readiness says why', async (t) => {
   const node = 'node-dir-gone';
   const { agent, dir } = await launch(node, { heartbeat: '2s', disks: 2 });
   await phase(node, 'disk1', (nd) => nd.status?.node?.phase === 'Available', 'Available');
@@ -68,7 +71,10 @@ test.serial('an unreadable disk dir keeps the last reports through heartbeats, a
   await rename(dir, `${dir}.away`);
   await writeFile(dir, 'not a directory');
   t.regex(await unready(agent, /cannot read disk dir/), /cannot read disk dir .*node-dir-gone\/disks: ENOTDIR/);
-  // Wait until two heartbeats (2 s + up to 20 % jitter) would have been due for both disks, then look.
+  // Nor does it renew its heartbeat Lease (ADR 24): that would say its reports are current.
+  await new Promise((r) => setTimeout(r, 300)); // a renewal already on its way lands first
+  const renewedBefore = (await heartbeat(node)).spec.renewTime;
+  // Wait until two heartbeats (2 s each) would have been due, then look.
   const deadline = Date.now() + 2 * 2400 + 1000;
   while (Date.now() < deadline) {
     for (const disk of ['disk1', 'disk2']) {
@@ -79,10 +85,12 @@ test.serial('an unreadable disk dir keeps the last reports through heartbeats, a
   }
   t.is((await client().get(nodeDiskName(node, 'disk1'))).status?.node?.phase, 'Available');
   t.is((await client().get(nodeDiskName(node, 'disk2'))).status?.node?.phase, 'Reserved');
+  t.is((await heartbeat(node)).spec.renewTime, renewedBefore, 'the heartbeat Lease was not renewed while the dir could not be read');
 
   await rm(dir);
   await rename(`${dir}.away`, dir);
   await ready(agent);
+  await eventually('the heartbeat Lease renewed again', async () => (await heartbeat(node)).spec.renewTime !== renewedBefore, 20_000);
   await phase(node, 'disk2', (nd) => nd.status?.node?.phase === 'Reserved', 'still Reserved');
   t.true(existsSync(join(dir, 'disk2.img.reserved')));
 });

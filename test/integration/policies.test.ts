@@ -8,7 +8,7 @@ import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, RECOVERED_OWNER } from '..
 import { ApiError } from '../../lib/kube/errors.ts';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
-import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
+import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 const meta = (name: string) => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name } }) as const;
@@ -179,6 +179,44 @@ test('the controller writes spec.desired and status.controller, never status.nod
   t.regex(labels.message, /the controller may not change labels/);
   const create = await denied(t, controller.create(newNodeDisk('node-f', 'disk2'), { fieldManager: FIELD_MANAGER.controller }));
   t.is(create.statusCode, 403, 'RBAC: the controller has no create');
+});
+
+// ADR 24: each agent renews one heartbeat Lease, its own node's; the controller reads them all.
+const LEASES = '/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases';
+type Lease = { metadata: { name: string; resourceVersion?: string }; spec: { holderIdentity?: string; renewTime?: string; leaseDurationSeconds?: number } };
+const heartbeat = (node: string, holder = node): Lease & { apiVersion: string; kind: string } => ({
+  apiVersion: 'coordination.k8s.io/v1',
+  kind: 'Lease',
+  metadata: { name: `node-disks-agent-${node}` },
+  spec: { holderIdentity: holder, leaseDurationSeconds: 240, renewTime: new Date().toISOString().replace(/Z$/, '000Z') },
+});
+
+test('the agent of node A creates and renews its own heartbeat Lease, and neither creates nor renews node B\'s', async (t) => {
+  const cp = controlPlane();
+  const agentA = restFor(await cp.agent('node-hb-a'));
+  const agentB = restFor(await cp.agent('node-hb-b'));
+  const own = await agentA.request<Lease>('POST', LEASES, { body: heartbeat('node-hb-a') });
+  const renewed = await agentA.request<Lease>('PUT', `${LEASES}/${own.metadata.name}`, { body: { ...heartbeat('node-hb-a'), metadata: own.metadata } });
+  t.is(renewed.spec.holderIdentity, 'node-hb-a');
+
+  const b = await agentB.request<Lease>('POST', LEASES, { body: heartbeat('node-hb-b') });
+  const renewB = await denied(t, agentA.request('PUT', `${LEASES}/${b.metadata.name}`, { body: { ...heartbeat('node-hb-b'), metadata: b.metadata } }));
+  t.is(renewB.statusCode, 403);
+  t.regex(renewB.message, /ValidatingAdmissionPolicy 'nodedisks-agent-heartbeat\.localtest\.example\.com'.*the agent of node node-hb-a may renew only its own heartbeat Lease node-disks-agent-node-hb-a/);
+  const takeB = await denied(t, agentA.request('PUT', `${LEASES}/${b.metadata.name}`, { body: { ...heartbeat('node-hb-b', 'node-hb-a'), metadata: b.metadata } }));
+  t.regex(takeB.message, /may renew only its own heartbeat Lease/);
+  const createC = await denied(t, agentA.request('POST', LEASES, { body: heartbeat('node-hb-c') }));
+  t.regex(createC.message, /may renew only its own heartbeat Lease/);
+  const leader = await denied(t, agentA.request('POST', LEASES, { body: { ...heartbeat('node-hb-a'), metadata: { name: 'node-disks-operator.localtest.example.com' } } }));
+  t.regex(leader.message, /may renew only its own heartbeat Lease/);
+  t.is((await restFor(cp.admin()).request<Lease>('GET', `${LEASES}/${b.metadata.name}`)).spec.holderIdentity, 'node-hb-b', 'node B\'s Lease is untouched');
+});
+
+test('the controller may list the agents\' heartbeat Leases', async (t) => {
+  const cp = controlPlane();
+  await restFor(await cp.agent('node-hb-d')).request<Lease>('POST', LEASES, { body: heartbeat('node-hb-d') });
+  const list = await restFor(await cp.controller()).request<{ items: Lease[] }>('GET', LEASES);
+  t.true(list.items.some((l) => l.spec.holderIdentity === 'node-hb-d'));
 });
 
 function plugin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -13,7 +13,9 @@ test('the agent reads NODE_NAME and defaults like a DaemonSet expects', (t) => {
   t.is(c.nodeName, 'node-a');
   t.is(c.diskDir, '/var/lib/node-disks-manager/disks');
   t.is(c.hostDiskDir, c.diskDir);
-  t.is(c.heartbeatMs, 5 * 60_000);
+  t.is(c.heartbeatMs, 60_000, 'the heartbeat Lease is renewed every minute');
+  t.is(c.leaseNamespace, 'node-disks-system');
+  t.is(parseAgentConfig([], { NODE_NAME: 'node-a', POD_NAMESPACE: 'nd' }).leaseNamespace, 'nd');
   t.is(c.rescanMs, 60_000);
 });
 
@@ -22,6 +24,9 @@ test('bad agent flags are rejected with the flag named', (t) => {
   t.throws(() => parseAgentConfig(['--node-name=a', '--heartbeat=300'], {}), { message: /--heartbeat "300" needs a unit/ });
   t.throws(() => parseAgentConfig(['--node-name=a', '--host-disk-dir=rel/dir'], {}), { message: /--host-disk-dir must be an absolute path/ });
   t.throws(() => parseAgentConfig(['--node-name=a', '--bogus'], {}), { message: /Unknown argument: bogus/ });
+  t.throws(() => parseAgentConfig(['--node-name=a', '--lease-namespace=Bad_NS'], {}), { message: /--lease-namespace "Bad_NS" is not a namespace name/ });
+  t.throws(() => parseAgentConfig(['--node-name=a', '--heartbeat'], {}), { message: /Option '--heartbeat <value>' argument missing/ });
+  t.throws(() => parseAgentConfig(['--node-name=a', 'stray'], {}), { message: /Unknown argument: stray/ });
 });
 
 test('controller leader election timings must be ordered', (t) => {
