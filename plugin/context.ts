@@ -61,7 +61,7 @@ export class Session {
     this.io = io;
   }
 
-  /** Loaded on first use, so commands that need no cluster (version, completion, gitops) never read a kubeconfig. */
+  /** Loaded on first use, so commands that need no cluster (version, completion, gitops --offline) never read a kubeconfig. */
   client(): NodeDiskClient {
     if (!this.nodeDisks) {
       const f = this.flags;

@@ -4,7 +4,7 @@
 //   node test/setup.ts krew healthcheck   only those
 import { ensureBinaries } from './controlplane/binaries.ts';
 import { ensureHealthcheck } from './healthcheck/healthcheck.ts';
-import { ensureKrew } from './krew/krew.ts';
+import { ensureKrew, ensureValidateKrewManifest } from './krew/krew.ts';
 
 const tools: Record<string, () => Promise<string>> = {
   controlplane: async () => {
@@ -12,7 +12,7 @@ const tools: Record<string, () => Promise<string>> = {
     return `Kubernetes ${b.kubernetesVersion}, etcd ${b.etcdVersion} (${b.source}: ${b.dir})`;
   },
   healthcheck: () => ensureHealthcheck(),
-  krew: () => ensureKrew(),
+  krew: async () => `${await ensureKrew()} and ${await ensureValidateKrewManifest()}`,
 };
 
 const wanted = process.argv.slice(2);

@@ -2,14 +2,19 @@
 // Writes the same change as `reserve`/`release` as a Kustomize overlay for Argo CD or Flux: one partial
 // NodeDisk per disk with only the fields git owns, annotated so neither tool ever prunes or deletes a
 // discovered NodeDisk, and applied with server-side apply so nothing else is touched. Deterministic:
-// sorted, no timestamps, so running it again makes no diff; other entries of the overlay are kept.
+// sorted, no timestamps, so running it again makes no diff; other entries of the overlay are kept, and
+// existing files are edited in place (comments, order and quoting kept). Names the cluster does not have are
+// refused unless --offline (docs/adr/0022-yaml-that-keeps-the-text.md).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandSpec } from '../args.ts';
 import { API_VERSION, AUTO_OWNER, KIND, LABEL_AUTO_RESERVE, MAX_NAME_LENGTH } from '../../api/constants.ts';
 import { DNS_SUBDOMAIN_PATTERN } from '../../api/names.ts';
 import type { Session } from '../context.ts';
-import { usageError } from '../errors.ts';
+import { describeError, EXIT, PluginError, usageError } from '../errors.ts';
+import type { Owned } from '../gitops-files.ts';
+import { ApiError, TransportError } from '../../lib/kube/errors.ts';
+import { KubeConfigError } from '../../lib/kube/kubeconfig.ts';
 
 export const GITOPS_ANNOTATIONS = {
   // Argo CD: never prune or delete the discovered object; apply server-side so only these fields are owned.
@@ -27,57 +32,75 @@ export interface GitopsArgs {
   names: string[];
   dir?: string | undefined;
   owner?: string | undefined;
+  offline?: boolean | undefined;
 }
 
 export function overlayObject(name: string, action: 'reserve' | 'release', owner: string | undefined): Record<string, unknown> {
-  const metadata: Record<string, unknown> = { name, annotations: { ...GITOPS_ANNOTATIONS } };
   if (owner === undefined) {
     // The policy path: git owns the label. Releasing writes "false" (the policy then releases), because
     // with pruning off, deleting the file would leave the label in the cluster.
-    metadata.labels = { [LABEL_AUTO_RESERVE]: action === 'reserve' ? 'true' : 'false' };
-    return { apiVersion: API_VERSION, kind: KIND, metadata };
+    const labels = { [LABEL_AUTO_RESERVE]: action === 'reserve' ? 'true' : 'false' };
+    return { apiVersion: API_VERSION, kind: KIND, metadata: { name, labels, annotations: { ...GITOPS_ANNOTATIONS } } };
   }
-  return { apiVersion: API_VERSION, kind: KIND, metadata, spec: { desired: action === 'reserve' ? { state: 'Reserved', owner } : { state: 'Available' } } };
+  const desired = action === 'reserve' ? { state: 'Reserved', owner } : { state: 'Available' };
+  return { apiVersion: API_VERSION, kind: KIND, metadata: { name, annotations: { ...GITOPS_ANNOTATIONS } }, spec: { desired } };
 }
 
-/** Stable YAML: keys in a fixed order, no timestamps. */
-async function toYaml(obj: unknown): Promise<string> {
-  const { dump } = await import('js-yaml');
-  return dump(obj, { sortKeys: (a: string, b: string) => order(a) - order(b) || a.localeCompare(b), lineWidth: -1, noRefs: true });
+/** The fields of a disk's file the tool owns, as they must be after this change (undefined: absent). */
+function ownedFields(action: 'reserve' | 'release', owner: string | undefined): Owned {
+  const annotations: Owned = Object.entries(GITOPS_ANNOTATIONS).map(([k, v]) => [['metadata', 'annotations', k], v]);
+  const label = ['metadata', 'labels', LABEL_AUTO_RESERVE];
+  if (owner === undefined) return [[label, action === 'reserve' ? 'true' : 'false'], ...annotations, [['spec', 'desired'], undefined]];
+  return [
+    [label, undefined],
+    ...annotations,
+    [['spec', 'desired', 'state'], action === 'reserve' ? 'Reserved' : 'Available'],
+    [['spec', 'desired', 'owner'], action === 'reserve' ? owner : undefined],
+  ];
 }
-const KEY_ORDER = ['apiVersion', 'kind', 'metadata', 'name', 'labels', 'annotations', 'spec', 'resources'];
-const order = (k: string) => (KEY_ORDER.includes(k) ? KEY_ORDER.indexOf(k) : KEY_ORDER.length);
 
-export async function writeOverlay(dir: string, names: string[], action: 'reserve' | 'release', owner: string | undefined): Promise<string[]> {
-  mkdirSync(dir, { recursive: true });
+/** Every file of the overlay as it must be written, computed before anything is written. */
+export async function planOverlay(dir: string, names: string[], action: 'reserve' | 'release', owner: string | undefined): Promise<{ path: string; text: string }[]> {
+  const { addResources, newKustomization, writeDiskFile } = await import('../gitops-files.ts');
   const kpath = join(dir, 'kustomization.yaml');
-  let kustomization: Record<string, unknown> = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: [] };
-  if (existsSync(kpath)) {
-    const { load } = await import('js-yaml');
-    const parsed = load(readFileSync(kpath, 'utf8'));
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw usageError(`${kpath} is not a Kustomization; choose another --dir`);
-    kustomization = parsed as Record<string, unknown>;
-    if ('namespace' in kustomization) throw usageError(`${kpath} sets a namespace; NodeDisks are cluster-scoped, remove it or use another --dir`);
+  const files = [...new Set(names)].sort().map((name) => ({ name, file: `${name}.yaml` }));
+  const plan = files.map(({ name, file }) => {
+    const path = join(dir, file);
+    const existing = existsSync(path) ? readFileSync(path, 'utf8') : undefined;
+    return { path, text: writeDiskFile(existing, path, HEADER, overlayObject(name, action, owner), ownedFields(action, owner)) };
+  });
+  const resources = files.map((f) => f.file);
+  const kustomization = existsSync(kpath) ? addResources(readFileSync(kpath, 'utf8'), resources, kpath) : newKustomization(resources);
+  return [...plan, { path: kpath, text: kustomization }];
+}
+
+/**
+ * The names that are not NodeDisks in the cluster. The overlay holds only the fields git owns, so for a
+ * name the cluster does not have, Argo CD or Flux would create a NodeDisk without spec and the sync would
+ * fail (spec: Required value): better said now than by the GitOps controller later.
+ */
+async function missingInCluster(session: Session, names: string[]): Promise<string[]> {
+  const missing: string[] = [];
+  for (const name of names) {
+    try {
+      await session.client().get(name);
+    } catch (err) {
+      if (err instanceof ApiError && err.statusCode === 404 && err.status.details?.name === name) missing.push(name);
+      else if (err instanceof TransportError || err instanceof KubeConfigError) {
+        const { message } = describeError(err);
+        throw new PluginError(`${message}; gitops checks that the NodeDisks exist: pass --offline to write the overlay without the cluster`, describeError(err).exitCode);
+      } else throw err;
+    }
   }
-  const resources = new Set(Array.isArray(kustomization.resources) ? (kustomization.resources as string[]) : []);
-  const written: string[] = [];
-  for (const name of [...names].sort()) {
-    const file = `${name}.yaml`;
-    writeFileSync(join(dir, file), HEADER + (await toYaml(overlayObject(name, action, owner))));
-    resources.add(file);
-    written.push(join(dir, file));
-  }
-  kustomization.resources = [...resources].sort();
-  writeFileSync(kpath, await toYaml(kustomization));
-  return written;
+  return missing;
 }
 
 export const gitopsCommand: CommandSpec<GitopsArgs> = {
   name: 'gitops',
   aliases: ['overlay'],
-  summary: 'Write reserve/release as a Kustomize overlay for Argo CD or Flux (no cluster needed)',
+  summary: 'Write reserve/release as a Kustomize overlay for Argo CD or Flux',
   description:
-    'Write the same change as reserve/release as a Kustomize overlay: one partial NodeDisk per disk with only the fields git owns, annotated so that neither Argo CD nor Flux ever prunes or deletes a discovered NodeDisk, applied server-side. The output is sorted and has no timestamps, so running it again makes no diff; other entries of the overlay are kept.',
+    'Write the same change as reserve/release as a Kustomize overlay: one partial NodeDisk per disk with only the fields git owns, annotated so that neither Argo CD nor Flux ever prunes or deletes a discovered NodeDisk, applied server-side. The output is sorted and has no timestamps, so running it again makes no diff; an existing kustomization.yaml or disk file is edited in place, keeping its comments, key order and quoting. The names must be NodeDisks in the cluster (a partial NodeDisk for a name the cluster lacks would fail to sync with "spec: Required value"); --offline skips that check and needs no cluster.',
   positionals: [
     { name: 'action', describe: 'reserve or release', required: true, choices: ['reserve', 'release'] },
     { name: 'names', describe: 'NodeDisk names', variadic: true },
@@ -85,10 +108,12 @@ export const gitopsCommand: CommandSpec<GitopsArgs> = {
   flags: {
     dir: { type: 'string', describe: 'The overlay directory in your GitOps repository (created or updated)' },
     owner: { type: 'string', describe: 'A manual reservation for this owner instead of the auto-reserve label' },
+    offline: { type: 'boolean', describe: 'Do not check in the cluster that the NodeDisks exist (no kubeconfig needed)' },
   },
   examples: [
     ['kubectl nodedisks gitops reserve node-disk-node-a-disk1 --dir clusters/prod/nodedisks', 'Write the reservation; commit the directory and let Argo CD or Flux apply it'],
     ['kubectl nodedisks gitops release node-disk-node-a-disk1 --dir clusters/prod/nodedisks', 'Write the release (the label becomes "false")'],
+    ['kubectl nodedisks gitops reserve node-disk-node-b-disk9 --dir clusters/prod/nodedisks --offline', 'Write it without checking the cluster (the disk must exist before the overlay syncs)'],
   ],
   run: async (session: Session, args: GitopsArgs): Promise<void> => {
     const action = args.action as 'reserve' | 'release';
@@ -98,7 +123,21 @@ export const gitopsCommand: CommandSpec<GitopsArgs> = {
     }
     if (args.owner === AUTO_OWNER) throw usageError('--owner auto is reserved for the label policy; omit --owner to use the label');
     if (!args.dir) throw usageError('gitops needs --dir: the overlay directory in your GitOps repository');
-    const written = await writeOverlay(args.dir, args.names, action, args.owner);
-    for (const f of written) session.io.out(`${f}\n`);
+    // Every file is computed (and checked) before the cluster is asked and before anything is written.
+    const plan = await planOverlay(args.dir, args.names, action, args.owner);
+    if (!args.offline) {
+      const missing = await missingInCluster(session, [...new Set(args.names)].sort());
+      if (missing.length > 0) {
+        throw new PluginError(
+          `${missing.map((n) => JSON.stringify(n)).join(', ')} ${missing.length === 1 ? 'is not a NodeDisk' : 'are not NodeDisks'} in this cluster: ` +
+            'the overlay holds only the fields git owns, so Argo CD or Flux would fail to sync it (spec: Required value). ' +
+            'Check the name with kubectl nodedisks list, or pass --offline to write it anyway (for a disk the agent has not discovered yet); nothing was written',
+          EXIT.notFound,
+        );
+      }
+    }
+    mkdirSync(args.dir, { recursive: true });
+    for (const f of plan) writeFileSync(f.path, f.text);
+    for (const f of plan.slice(0, -1)) session.io.out(`${f.path}\n`);
   },
 };

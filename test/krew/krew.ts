@@ -31,3 +31,20 @@ export async function ensureKrew(log?: (line: string) => void): Promise<string> 
   });
   return join(dir, 'krew');
 }
+
+/** The path of krew's validate-krew-manifest (same module and version as krew), built first if not cached. */
+export async function ensureValidateKrewManifest(log?: (line: string) => void): Promise<string> {
+  const version = await krewVersion();
+  const { os, arch } = goPlatform();
+  // Its own cache entry, so the krew entry built before this tool existed stays whole.
+  const dir = join(cacheRoot(), 'krew', `validate-krew-manifest-${version}-${os}-${arch}`);
+  await ensureGoBuild({
+    what: `validate-krew-manifest ${version} (for the krew manifest test)`,
+    takes: 'under a minute once krew is built',
+    moduleDir,
+    dir,
+    targets: [{ name: 'validate-krew-manifest', pkg: 'sigs.k8s.io/krew/cmd/validate-krew-manifest' }],
+    log,
+  });
+  return join(dir, 'validate-krew-manifest');
+}

@@ -1,6 +1,9 @@
 //go:build tools
 
-// Package tools pins krew, which the krew installation test builds (test/krew/krew.ts).
+// Package tools pins krew and its manifest validator, which the krew tests build (test/krew/krew.ts).
 package tools
 
-import _ "sigs.k8s.io/krew/cmd/krew"
+import (
+	_ "sigs.k8s.io/krew/cmd/krew"
+	_ "sigs.k8s.io/krew/cmd/validate-krew-manifest"
+)

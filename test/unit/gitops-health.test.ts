@@ -138,8 +138,6 @@ test('the Argo CD Application applies server-side, diffs server-side, and has no
   t.is(app.metadata.finalizers, undefined);
   t.true(app.spec.syncPolicy.syncOptions.includes('ServerSideApply=true'));
   t.regex(app.metadata.annotations['argocd.argoproj.io/compare-options'] ?? '', /ServerSideDiff=true/);
-  const kust = readFileSync(join(REPO_ROOT, 'kustomize/gitops/argocd/kustomization.yaml'), 'utf8');
-  t.regex(kust, /application\.resourceTrackingMethod=annotation/);
 });
 
 test('the Flux Kustomization waits and orphans on deletion', (t) => {
