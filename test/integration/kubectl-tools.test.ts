@@ -8,7 +8,10 @@ import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import test from 'ava';
 import { load } from 'js-yaml';
-import { nodeDiskSchema, type SchemaProps } from '../../api/v1alpha1/schema.ts';
+import { nodeDiskCRD, nodeDiskSchema, type SchemaProps } from '../../api/v1alpha1/schema.ts';
+import { API_VERSION, FIELD_MANAGER, KIND } from '../../api/constants.ts';
+import { eventually } from '../harness/wait.ts';
+import { nodeDisksFor } from './_controlplane.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
@@ -59,6 +62,48 @@ test.serial('kubectl wait --for=condition=Ready nodedisk --all: met for every di
   t.like(nd.status.conditions.find((c) => c.type === 'Ready'), { status: 'True', observedGeneration: nd.metadata.generation });
   t.is(nd.status.observedGeneration, nd.metadata.generation);
   t.deepEqual(nd.status.controller, { accepted: true, observedGeneration: nd.metadata.generation });
+});
+
+test.serial('a NodeDisk with the old status.controller.conditions loses them to the new CRD and gets status.conditions from the controller', async (t) => {
+  const cp = controlPlane();
+  const apply = (crd: unknown) => cp.kubectl(cp.admin(), ['apply', '--server-side', '--force-conflicts', '-f', '-'], JSON.stringify(crd));
+  // The CRD before ADR 20: conditions under status.controller.
+  const old = structuredClone(nodeDiskCRD);
+  const status = old.spec.versions[0]!.schema.openAPIV3Schema.properties!.status!;
+  const conditions = status.properties!.conditions!;
+  status.properties = { node: status.properties!.node!, controller: { ...status.properties!.controller!, properties: { ...status.properties!.controller!.properties, conditions } } };
+  delete status.default;
+  // The controller stops first, so that what the API server serves below is its own doing.
+  await programs.shift()!.stop();
+  await apply(old);
+  const name = nodeDiskName('node-old', 'disk1');
+  const admin = nodeDisksFor(cp.admin());
+  await eventually('the old CRD to serve status.controller.conditions', async () => {
+    await admin.create(newNodeDisk('node-old', 'disk1'), { fieldManager: FIELD_MANAGER.agent }).catch(() => undefined);
+    const ready = { type: 'Ready', status: 'True', reason: 'PhaseMatchesDesired', message: 'old shape', lastTransitionTime: '2026-01-02T03:04:05Z', observedGeneration: 1 };
+    const written = await admin.applyStatus(
+      { apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { controller: { accepted: true, observedGeneration: 1, conditions: [ready] } as never } },
+      { fieldManager: 'node-disks-operator-before-adr-20', force: true },
+    );
+    return ((written.status?.controller as { conditions?: unknown[] } | undefined)?.conditions?.length ?? 0) > 0;
+  }, 60_000, 500);
+  await apply(nodeDiskCRD);
+  // Pruned as soon as the new schema is in force (on read), before anyone writes the object.
+  const served = await eventually('the new CRD to prune the old field', async () => {
+    const nd = await admin.get(name);
+    return nd.status?.controller && !('conditions' in nd.status.controller) ? nd : undefined;
+  }, 60_000, 500);
+  t.deepEqual(served.status?.controller, { accepted: true, observedGeneration: 1 });
+  programs.unshift(await startController(cp, { logDir: join(work, 'logs'), identity: 'controller-1' }));
+  // No agent reports node-old: after its grace the controller writes Ready Unknown (WaitingForAgent) where
+  // every tool reads it.
+  const migrated = await eventually('the controller to write status.conditions', async () => {
+    const nd = await admin.get(name);
+    return nd.status?.conditions?.some((c) => c.type === 'Ready') ? nd : undefined;
+  }, 90_000, 500);
+  t.like(migrated.status?.conditions?.find((c) => c.type === 'Ready'), { status: 'Unknown', reason: 'WaitingForAgent' });
+  t.is(migrated.status?.observedGeneration, migrated.metadata.generation);
+  t.false('conditions' in (migrated.status?.controller ?? {}));
 });
 
 /** Every field path of the CRD schema, as `kubectl explain` takes it (arrays by their field name). */
