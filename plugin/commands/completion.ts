@@ -5,6 +5,7 @@
 // `completion bash|zsh|fish|powershell` prints a script for the kubectl-nodedisks executable itself
 // that speaks the same protocol.
 import { GLOBAL_FLAGS, type CommandSpec, type FlagSpec } from '../args.ts';
+import { kubeconfigNames } from '../../lib/kube/kubeconfig.ts';
 import { Session, type GlobalFlags, type Io } from '../context.ts';
 
 export const SHELLS = ['bash', 'zsh', 'fish', 'powershell'] as const;
@@ -119,7 +120,6 @@ async function valuesOf(t: Typed, flag: string, prefix: string, io: Io): Promise
   if (flag === 'output') return of(OUTPUTS[t.command?.name ?? ''] ?? ['yaml', 'json']);
   if (FLAG_VALUES[flag]) return of(FLAG_VALUES[flag]);
   if (flag === 'context' || flag === 'cluster' || flag === 'user') {
-    const { kubeconfigNames } = await import('../../lib/kube/kubeconfig.ts');
     const names = kubeconfigNames({ kubeconfig: t.values.kubeconfig });
     return of(flag === 'context' ? names.contexts : flag === 'cluster' ? names.clusters : names.users);
   }
