@@ -7,7 +7,7 @@
 // Variables: CONTROLLER_ARGS (extra flags, space separated), CONTROLLER_MAIN (another checkout's
 // controller/main.ts, for before/after figures), MEMORY_LIMIT_MIB (run the controller inside a cgroup v1
 // memory cgroup with that limit and report its failcnt and OOM kills; needs root), NODE_FLAGS (flags for
-// node itself; default the image's, see Dockerfile).
+// node itself; default the image's, see Dockerfile), PHASE_TIMEOUT_MINUTES (how long a phase may take, 60).
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync, existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -43,6 +43,8 @@ const NODE_FLAGS = (process.env.NODE_FLAGS ?? '--max-old-space-size-percentage=5
 const LIMIT_MIB = process.env.MEMORY_LIMIT_MIB ? Number(process.env.MEMORY_LIMIT_MIB) : undefined;
 const labelled = Math.ceil(N / LABEL_EVERY);
 const CGROUP = `/sys/fs/cgroup/memory/nodedisks-bench-${process.pid}`;
+/** Every controller started, stopped at the end. */
+const procs: ServerProcess[] = [];
 
 /** A controller process; inside the memory cgroup when MEMORY_LIMIT_MIB is set (it joins before exec). */
 function launch(cp: ControlPlane, work: string, id: string, kubeconfig: string): ServerProcess {
@@ -86,6 +88,7 @@ async function phase(cp: ControlPlane, work: string, id: string, kubeconfig: str
   const cpuBefore = await controlPlaneCpu(cp);
   const started = performance.now();
   const p = launch(cp, work, id, kubeconfig);
+  procs.push(p); // stopped in the end whatever happens, so the memory cgroup can be removed
   const pid = await eventually('controller pid', async () => childPid(p.pid, MAIN).catch(() => undefined), 30_000, 20);
   const rss = sampleRss(pid, 100);
   let text = '';
@@ -96,7 +99,7 @@ async function phase(cp: ControlPlane, work: string, id: string, kubeconfig: str
       text = await metrics(p).catch(() => '');
       return text !== '' && done(text);
     },
-    1_800_000,
+    Number(process.env.PHASE_TIMEOUT_MINUTES ?? 60) * 60_000,
     250,
   );
   const seconds = (performance.now() - started) / 1000;
@@ -151,7 +154,6 @@ if (LIMIT_MIB !== undefined) {
 }
 const cp = await ControlPlane.start();
 const work = await mkdtemp(join(tmpdir(), 'nodedisks-scale-'));
-const procs: ServerProcess[] = [];
 try {
   const client = adminClient(cp);
   const kubeconfig = (await cp.controller()).kubeconfig;
@@ -162,12 +164,10 @@ try {
   // First start: one status write per NodeDisk and one spec write per labelled one.
   const expected = N + labelled;
   const first = await phase(cp, work, 'controller-first', kubeconfig, (m) => sum(m, 'nodedisks_controller_writes_total') >= expected);
-  procs.push(first.p);
   const loadFirst = await loadAverage();
   await first.p.stop();
   // Restart on the reconciled fleet: every NodeDisk looked at once (a successful reconcile), nothing written.
   const again = await phase(cp, work, 'controller-restart', kubeconfig, (m) => sum(m, 'nodedisks_controller_reconcile_total{result="success"}') >= N);
-  procs.push(again.p);
   const loadAgain = await loadAverage();
 
   const f = (x: number, d = 1) => x.toFixed(d);
