@@ -11,9 +11,11 @@ import type { TokenBucket } from './ratelimit.ts';
 
 // node:http and node:https are taken with process.getBuiltinModule on purpose: importing them as ES
 // modules evaluates every lazy export, which loads Node's bundled undici and costs ~25 ms of every plugin
-// start. It also works unchanged in the single executable (CommonJS) build.
-const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule('node:http');
-const { Agent: HttpsAgent, request: httpsRequest } = process.getBuiltinModule('node:https');
+// start. It also works unchanged in the single executable (CommonJS) build. And they are taken when the
+// first client is made, not when this module loads: commands that need no cluster (version, help, gitops)
+// skip loading TLS, and a plain-http server skips it too.
+const http = () => process.getBuiltinModule('node:http');
+const https = () => process.getBuiltinModule('node:https');
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -73,10 +75,10 @@ export class RestClient {
     this.server = access.server;
     this.access = access;
     this.opts = opts;
-    if (agent instanceof HttpAgent) this.agents = { agent };
+    if (agent instanceof http().Agent) this.agents = { agent };
     else if (agent) this.agents = agent;
     else if (access.proxy) this.agents = {};
-    else this.agents = { agent: access.server.startsWith('http:') ? new HttpAgent({ keepAlive: true }) : new HttpsAgent({ keepAlive: true }) };
+    else this.agents = { agent: access.server.startsWith('http:') ? new (http().Agent)({ keepAlive: true }) : new (https().Agent)({ keepAlive: true }) };
   }
 
   /** The same credentials and connections, with some options replaced (a term's signal and gate, say). */
@@ -133,7 +135,7 @@ export class RestClient {
       options.headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
     const timeoutMs = init.timeoutMs ?? this.opts.timeoutMs ?? 0;
-    const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
+    const send = url.protocol === 'http:' ? http().request : https().request;
     const signal = this.opts.signal && init.signal ? AbortSignal.any([this.opts.signal, init.signal]) : (this.opts.signal ?? init.signal);
     // The wait for a token comes before the gate: the gate must be the last thing asked before sending.
     await this.opts.rateLimiter?.wait(signal);

@@ -43,6 +43,12 @@ const disk = (name: string, extra: object = {}) => ({
   status: { node: { phase: 'Available', capacityBytes: 1024 } },
   ...extra,
 });
+/** The API server's Table of NodeDisks without objects, what list asks for the default table and -o name. */
+const table = (names: string[], cont?: string) => ({
+  kind: 'Table', apiVersion: 'meta.k8s.io/v1', metadata: { resourceVersion: '9', ...(cont ? { continue: cont } : {}) },
+  columnDefinitions: [{ name: 'Name', type: 'string', priority: 0 }, { name: 'Node', type: 'string', priority: 0 }],
+  rows: names.map((n) => ({ cells: [n, 'node-a'] })),
+});
 const list = (items: object[], cont?: string) => ({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDiskList', metadata: { resourceVersion: '9', ...(cont ? { continue: cont } : {}) }, items });
 
 test.serial('403: exit 4, the verb and resource, and which role to ask for', async (t) => {
@@ -62,8 +68,8 @@ test.serial('no CRD installed: exit 3 and how to install it', async (t) => {
 
 test.serial('410 on a continue token: no half list (kubectl prints one table of all pages), and the message says to run again', async (t) => {
   nock(SERVER)
-    .get(NODEDISKS_PATH).query({ limit: '1' }).reply(200, list([disk('node-disk-node-a-disk1')], 'c1'))
-    .get(NODEDISKS_PATH).query({ limit: '1', continue: 'c1' }).reply(410, status(410, 'Expired', 'The provided continue parameter is too old'));
+    .get(NODEDISKS_PATH).query({ limit: '1', includeObject: 'None' }).reply(200, table(['node-disk-node-a-disk1'], 'c1'))
+    .get(NODEDISKS_PATH).query({ limit: '1', continue: 'c1', includeObject: 'None' }).reply(410, status(410, 'Expired', 'The provided continue parameter is too old'));
   const r = await plugin('list', '--chunk-size', '1');
   t.is(r.code, 1);
   t.is(r.out, '');
@@ -73,7 +79,7 @@ test.serial('410 on a continue token: no half list (kubectl prints one table of 
 test.serial('429 with Retry-After: the read is retried and succeeds', async (t) => {
   nock(SERVER)
     .get(NODEDISKS_PATH).query(true).reply(429, status(429, 'TooManyRequests', 'slow down'), { 'Retry-After': '1' })
-    .get(NODEDISKS_PATH).query(true).reply(200, list([disk('node-disk-node-a-disk1')]));
+    .get(NODEDISKS_PATH).query(true).reply(200, table(['node-disk-node-a-disk1']));
   const r = await plugin('list', '-o', 'name');
   t.is(r.code, 0, r.err);
   t.is(r.out, 'nodedisk.localtest.example.com/node-disk-node-a-disk1\n');
