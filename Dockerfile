@@ -24,12 +24,11 @@ RUN node scripts/build.ts
 FROM gcr.io/distroless/nodejs24-debian12:nonroot AS operator
 COPY --from=build /src/dist/controller/ /app/
 COPY LICENSE /app/LICENSE
+COPY NOTICE /app/NOTICE
 ENV PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/nodejs/bin" NODE_ENV="production"
 WORKDIR /app
 USER 65532:65532
 EXPOSE 8080
-# The V8 heap is sized from the container's memory limit (cgroup v1 or v2): half of it, the rest for
-# everything else of the process (docs/adr/0023).
 ENTRYPOINT ["/nodejs/bin/node", "--max-old-space-size-percentage=50", "/app/node-disks-operator.mjs"]
 
 # The agent runs as UID 0 with no capabilities (see kustomize/agent/daemonset.yaml): it must write
@@ -37,6 +36,7 @@ ENTRYPOINT ["/nodejs/bin/node", "--max-old-space-size-percentage=50", "/app/node
 FROM gcr.io/distroless/nodejs24-debian12 AS agent
 COPY --from=build /src/dist/agent/ /app/
 COPY LICENSE /app/LICENSE
+COPY NOTICE /app/NOTICE
 ENV PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/nodejs/bin" NODE_ENV="production"
 WORKDIR /app
 USER 0:0

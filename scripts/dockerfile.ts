@@ -2,7 +2,7 @@
 // `--check` exits 1 when the committed Dockerfile differs (the unit test runs the same comparison).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { APP_DIR, BASE_IMAGE, ENV, IMAGES, NODE_PATH } from './lib/image-spec.ts';
+import { APP_DIR, BASE_IMAGE, ENV, IMAGES, LEGAL_FILES, entrypoint } from './lib/image-spec.ts';
 import { REPO_ROOT } from './lib/paths.ts';
 
 export const DOCKERFILE = join(REPO_ROOT, 'Dockerfile');
@@ -13,12 +13,12 @@ export function renderDockerfile(): string {
 ${img.why.split('\n').map((l) => `# ${l}`).join('\n')}
 FROM ${BASE_IMAGE}${img.baseTag === 'latest' ? '' : `:${img.baseTag}`} AS ${img.target}
 COPY --from=build /src/${img.distDir}/ ${APP_DIR}/
-COPY LICENSE ${APP_DIR}/LICENSE
+${LEGAL_FILES.map((f) => `COPY ${f} ${APP_DIR}/${f}`).join('\n')}
 ENV ${ENV.map((e) => e.replace('=', '="')).join('" ')}"
 WORKDIR ${APP_DIR}
 USER ${img.user}
 EXPOSE ${img.port}
-ENTRYPOINT ["${NODE_PATH}", "${APP_DIR}/${img.main}"]
+ENTRYPOINT ${JSON.stringify(entrypoint(img)).replaceAll('","', '", "')}
 `,
   ).join('');
   return `# syntax=docker/dockerfile:1

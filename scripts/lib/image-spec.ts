@@ -20,6 +20,8 @@ export interface ImageSpec {
   /** The distroless tag: `nonroot` has /home/nonroot owned by 65532; the default tag is root's. */
   baseTag: 'nonroot' | 'latest';
   port: number;
+  /** Node options before the program in the entrypoint. */
+  nodeFlags: readonly string[];
   /** Why this user: written above the stage in the Dockerfile. */
   why: string;
 }
@@ -33,6 +35,9 @@ export const IMAGES: readonly ImageSpec[] = [
     user: '65532:65532',
     baseTag: 'nonroot',
     port: 8080,
+    // The heap is sized from the container's memory limit, half of it, leaving the rest for the code,
+    // buffers and sockets (docs/adr/0023-controller-at-scale.md); Node's default is the whole limit.
+    nodeFlags: ['--max-old-space-size-percentage=50'],
     why: 'The controller only talks to the API server: it runs as nonroot 65532.',
   },
   {
@@ -43,10 +48,20 @@ export const IMAGES: readonly ImageSpec[] = [
     user: '0:0',
     baseTag: 'latest',
     port: 8080,
+    // The agent's V8 flags are in the DaemonSet's NODE_OPTIONS, where an operator can tune them (ADR 24).
+    nodeFlags: [],
     why:
       'The agent runs as UID 0 with no capabilities (see kustomize/agent/daemonset.yaml): it must write\n' +
       "marker files in the host's root-owned disk dir (/var/lib/node-disks-manager/disks, 0755 root).",
   },
 ];
+
+/** Files of the repository copied into APP_DIR of every image: the license and its notice. */
+export const LEGAL_FILES = ['LICENSE', 'NOTICE'] as const;
+
+/** The image's entrypoint. */
+export function entrypoint(img: ImageSpec): string[] {
+  return [NODE_PATH, ...img.nodeFlags, `${APP_DIR}/${img.main}`];
+}
 
 export const ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/nodejs/bin', 'NODE_ENV=production'];

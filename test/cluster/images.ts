@@ -7,7 +7,7 @@
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { APP_DIR, ENV, IMAGES, NODE_PATH } from '../../scripts/lib/image-spec.ts';
+import { APP_DIR, ENV, IMAGES, LEGAL_FILES, NODE_PATH, entrypoint } from '../../scripts/lib/image-spec.ts';
 import { sh } from './host.ts';
 import { ociArchive, type BuiltImage, type Entry } from './oci.ts';
 
@@ -56,12 +56,12 @@ function base(): Entry[] {
 export async function buildImages(pauseBinary: string): Promise<BuiltImage[]> {
   const runtime = await nodeRuntime();
   const app = APP_DIR.slice(1);
-  const license = await fileEntry(join(REPO_ROOT, 'LICENSE'), `${app}/LICENSE`, 0o644);
+  const legal = await Promise.all(LEGAL_FILES.map((f) => fileEntry(join(REPO_ROOT, f), `${app}/${f}`, 0o644)));
   const built: BuiltImage[] = [];
   for (const img of IMAGES) {
     built.push(
-      ociArchive(imageRef(img.name), [...base(), ...runtime, license, ...(await treeEntries(join(REPO_ROOT, img.distDir), app))], {
-        entrypoint: [NODE_PATH, `${APP_DIR}/${img.main}`],
+      ociArchive(imageRef(img.name), [...base(), ...runtime, ...legal, ...(await treeEntries(join(REPO_ROOT, img.distDir), app))], {
+        entrypoint: entrypoint(img),
         user: img.user,
         env: ENV,
         workingDir: APP_DIR,

@@ -9,11 +9,16 @@ test('the committed Dockerfile is the one generated from image-spec.ts (run node
   t.is(readFileSync(DOCKERFILE, 'utf8'), renderDockerfile());
 });
 
-test('every image of the spec is a Dockerfile target with its user and entrypoint', (t) => {
+test('every image of the spec is a Dockerfile target with its user and entrypoint (the controller sizes its heap from the memory limit)', (t) => {
   const text = renderDockerfile();
   for (const img of IMAGES) {
     const stage = text.slice(text.indexOf(` AS ${img.target}\n`));
     t.regex(stage, new RegExp(`^USER ${img.user}$`, 'm'));
-    t.regex(stage, new RegExp(`^ENTRYPOINT \\["/nodejs/bin/node", "/app/${img.main}"\\]$`, 'm'));
+    const flags = img.nodeFlags.map((f) => `"${f}", `).join('');
+    t.true(stage.includes(`\nENTRYPOINT ["/nodejs/bin/node", ${flags}"/app/${img.main}"]\n`), `${img.target}: ENTRYPOINT with ${flags || 'no flags'}`);
   }
+});
+
+test('the controller image starts node with half the memory limit as heap (docs/adr/0023)', (t) => {
+  t.deepEqual(IMAGES.find((i) => i.target === 'operator')?.nodeFlags, ['--max-old-space-size-percentage=50']);
 });
