@@ -79,7 +79,9 @@ export async function assertNothingLeft(t: ExecutionContext, before: Record<stri
   t.deepEqual(await readSysctls(), before);
   // A shim killed with its cluster lingers a moment as a zombie until its new parent reaps it: poll, and
   // fail only if a matching process is still there after a generous wait.
-  const ours = /node-disks-(agent|operator)\.mjs|containerd-shim|\/pause$/m;
+  // Only the containers' processes (/app/… in the image): other work on this machine may run the programs
+  // as host processes (npm start, integration tests), which are not ours to judge.
+  const ours = /^\/nodejs\/bin\/node \/app\/node-disks-(agent|operator)\.mjs|containerd-shim|^\/pause$/m;
   let ps = await sh('ps', ['-eo', 'args']);
   for (const deadline = Date.now() + 60_000; ours.test(ps) && Date.now() < deadline; ps = await sh('ps', ['-eo', 'args'])) {
     await sleep(1000);
