@@ -3,25 +3,12 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { holderPid, NODE_NAMES, nodeSpec } from './cluster.ts';
-import { isAlive, readState } from './state.ts';
+import { runningClusterNode } from './cli.ts';
+import { holderPid, nodeSpec } from './cluster.ts';
 
 const ENTER = fileURLToPath(new URL('./enter.sh', import.meta.url));
-const [node, ...command] = process.argv.slice(2);
-if (!node || command.length === 0) {
-  console.error(`usage: npm run cluster:ssh -- <node> <command…>   (nodes: ${NODE_NAMES.join(', ')})`);
-  process.exit(2);
-}
-const index = NODE_NAMES.indexOf(node);
-if (index < 0) {
-  console.error(`error: no node ${node} in the local cluster; the nodes are ${NODE_NAMES.join(', ')}`);
-  process.exit(2);
-}
-const state = readState();
-if (!state || !isAlive(state)) {
-  console.error('error: no local cluster is running; start one with npm run cluster');
-  process.exit(1);
-}
+const [arg, ...command] = process.argv.slice(2);
+const { state, index, node } = runningClusterNode(arg, command.length > 0, 'npm run cluster:ssh -- <node> <command…>');
 const spec = nodeSpec(state.dataDir, node, index);
 const pid = existsSync(`${spec.dir}/holder.pid`) ? holderPid(spec) : 0;
 if (!pid || !existsSync(`/proc/${pid}`)) {
