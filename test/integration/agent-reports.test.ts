@@ -66,6 +66,8 @@ test.serial('an unreadable disk dir keeps the last reports, lets the heartbeat L
   await kubectl('patch', 'nodedisk', nodeDiskName(node, 'disk2'), '--type=merge', '-p', '{"spec":{"desired":{"state":"Reserved","owner":"team-db"}}}');
   await phase(node, 'disk2', (nd) => nd.status?.node?.phase === 'Reserved', 'Reserved');
   await ready(agent);
+  // Its first heartbeat may still be on its way when it is ready (seen under load): wait for the Lease.
+  await eventually('the heartbeat Lease created', async () => (await heartbeat(node).catch(() => undefined))?.spec.renewTime, 20_000);
 
   // The dir becomes unreadable: a file stands where it was (as root, chmod would not deny anything).
   await rename(dir, `${dir}.away`);
