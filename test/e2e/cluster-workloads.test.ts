@@ -155,7 +155,8 @@ test.serial('the leading controller pod is deleted: the other replica takes the 
   // The standby was running while the leader was deleted; the replacement pod only starts now.
   t.is(next, standby.name);
   await reserve(M04, 'disk2');
-  t.is(await k(['get', 'nodedisk', ndName(M04, 'disk2'), '-o', 'jsonpath={.status.controller.conditions[?(@.type=="Ready")].status}']), 'True');
+  // The new leader reports it too: Ready at status.conditions (ADR 20), written after the agent's report.
+  await until('the new leader reports Ready=True', 2 * MINUTES, () => k(['get', 'nodedisk', ndName(M04, 'disk2'), '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']), (s) => s === 'True');
   await release(M04, 'disk2');
 });
 
