@@ -31,3 +31,12 @@ export function restFor(identity: Identity, timeoutMs = 30_000): RestClient {
 export function nodeDisksFor(identity: Identity): NodeDiskClient {
   return new NodeDiskClient(restFor(identity));
 }
+
+/** Watches of NodeDisks open right now on `cp` (the API server's own gauge of long-running requests). */
+export async function openNodeDiskWatches(cp: ControlPlane): Promise<number> {
+  const metrics = await cp.kubectl(cp.admin(), ['get', '--raw', '/metrics']);
+  return metrics
+    .split('\n')
+    .filter((l) => l.startsWith('apiserver_longrunning_requests{') && l.includes('resource="nodedisks"') && l.includes('verb="WATCH"'))
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}

@@ -11,7 +11,7 @@ import type { Condition } from '../../api/v1alpha1/types.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
 import { execResult, PLUGIN_BIN, type ExecResult } from '../harness/exec.ts';
 import { eventually } from '../harness/wait.ts';
-import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
+import { nodeDisksFor, openNodeDiskWatches, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 const admin = () => nodeDisksFor(controlPlane().admin());
@@ -100,14 +100,7 @@ for (const [title, names, flags, stdout, ok] of CASES) {
   });
 }
 
-/** Watches of NodeDisks open right now (the API server's own gauge). */
-async function openWatches(): Promise<number> {
-  const metrics = await controlPlane().kubectl(controlPlane().admin(), ['get', '--raw', '/metrics']);
-  return metrics
-    .split('\n')
-    .filter((l) => l.startsWith('apiserver_longrunning_requests{') && l.includes('resource="nodedisks"') && l.includes('verb="WATCH"'))
-    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-}
+const openWatches = () => openNodeDiskWatches(controlPlane());
 
 /** Starts the same wait through both, lets both reach their watch, changes the world, and compares. */
 async function whileWaiting(names: string[], flags: string[], change: () => Promise<void>): Promise<{ kc: ExecResult; nd: ExecResult }> {

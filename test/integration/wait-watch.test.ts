@@ -10,7 +10,7 @@ import { nodeDiskName } from '../../api/names.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
 import { execResult, PLUGIN_BIN, type ExecResult } from '../harness/exec.ts';
 import { eventually } from '../harness/wait.ts';
-import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
+import { nodeDisksFor, openNodeDiskWatches, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 const NODE = 'node-w';
@@ -30,14 +30,7 @@ async function nodeDiskRequests(): Promise<Record<string, number>> {
   }
   return byVerb;
 }
-/** Watches of NodeDisks open right now. */
-async function openWatches(): Promise<number> {
-  const metrics = await controlPlane().kubectl(controlPlane().admin(), ['get', '--raw', '/metrics']);
-  return metrics
-    .split('\n')
-    .filter((l) => l.startsWith('apiserver_longrunning_requests{') && l.includes('resource="nodedisks"') && l.includes('verb="WATCH"'))
-    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-}
+const openWatches = () => openNodeDiskWatches(controlPlane());
 const total = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
 
 async function report(disk: string, phase: 'Available' | 'Reserved'): Promise<void> {

@@ -16,35 +16,22 @@ export async function krewVersion(): Promise<string> {
   return version;
 }
 
-/** The path of the krew binary, built first if the cache does not have it. */
-export async function ensureKrew(log?: (line: string) => void): Promise<string> {
+/** One command of the pinned krew module, built into its own cache entry if not cached; its path. */
+async function ensureKrewCommand(name: string, entry: string, forWhat: string, takes: string, log?: (line: string) => void): Promise<string> {
   const version = await krewVersion();
   const { os, arch } = goPlatform();
-  const dir = join(cacheRoot(), 'krew', `krew-${version}-${os}-${arch}`);
-  await ensureGoBuild({
-    what: `krew ${version} (for the krew installation test)`,
-    takes: '1 to 3 minutes',
-    moduleDir,
-    dir,
-    targets: [{ name: 'krew', pkg: 'sigs.k8s.io/krew/cmd/krew' }],
-    log,
-  });
-  return join(dir, 'krew');
+  const dir = join(cacheRoot(), 'krew', `${entry}-${version}-${os}-${arch}`);
+  await ensureGoBuild({ what: `${name} ${version} (${forWhat})`, takes, moduleDir, dir, targets: [{ name, pkg: `sigs.k8s.io/krew/cmd/${name}` }], log });
+  return join(dir, name);
+}
+
+/** The path of the krew binary, built first if the cache does not have it. */
+export function ensureKrew(log?: (line: string) => void): Promise<string> {
+  return ensureKrewCommand('krew', 'krew', 'for the krew installation test', '1 to 3 minutes', log);
 }
 
 /** The path of krew's validate-krew-manifest (same module and version as krew), built first if not cached. */
-export async function ensureValidateKrewManifest(log?: (line: string) => void): Promise<string> {
-  const version = await krewVersion();
-  const { os, arch } = goPlatform();
+export function ensureValidateKrewManifest(log?: (line: string) => void): Promise<string> {
   // Its own cache entry, so the krew entry built before this tool existed stays whole.
-  const dir = join(cacheRoot(), 'krew', `validate-krew-manifest-${version}-${os}-${arch}`);
-  await ensureGoBuild({
-    what: `validate-krew-manifest ${version} (for the krew manifest test)`,
-    takes: 'under a minute once krew is built',
-    moduleDir,
-    dir,
-    targets: [{ name: 'validate-krew-manifest', pkg: 'sigs.k8s.io/krew/cmd/validate-krew-manifest' }],
-    log,
-  });
-  return join(dir, 'validate-krew-manifest');
+  return ensureKrewCommand('validate-krew-manifest', 'validate-krew-manifest', 'for the krew manifest test', 'under a minute once krew is built', log);
 }
