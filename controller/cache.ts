@@ -23,8 +23,9 @@ export function leanNodeDisk(nd: NodeDisk): NodeDisk {
   if (label !== undefined) metadata.labels = { [LABEL_AUTO_RESERVE]: label };
   const { nodeName, path, desired } = nd.spec;
   const spec = { nodeName, path, ...(desired !== undefined ? { desired } : {}) } as NodeDisk['spec'];
-  // A deep copy, not references into the parsed object: V8's JSON.parse may hand out strings that share
-  // the response text they came from, so keeping them kept each list page whole (measured: lean copies
-  // of 10,000 reconciled NodeDisks held 38 MiB of heap by reference, 14 MiB copied).
-  return structuredClone({ apiVersion: API_VERSION, kind: KIND, metadata, spec, ...(nd.status !== undefined ? { status: nd.status } : {}) });
+  // A copy through JSON text rather than references into the parsed page: nothing of the page can stay
+  // reachable through the copy, and JSON.parse builds the most compact objects. Heap for 10,000 reconciled
+  // NodeDisks: whole 35.0 MiB, lean by JSON 10.2 MiB, lean by structuredClone 13.5 MiB (docs/benchmarks.md).
+  const lean = { apiVersion: API_VERSION, kind: KIND, metadata, spec, ...(nd.status !== undefined ? { status: nd.status } : {}) };
+  return JSON.parse(JSON.stringify(lean)) as NodeDisk;
 }
