@@ -12,10 +12,9 @@ import { mkdirSync, readFileSync, rmdirSync, writeFileSync, existsSync } from 'n
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-import { leanNodeDisk } from '../controller/cache.ts';
-import type { NodeDisk } from '../api/v1alpha1/types.ts';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { REPO_ROOT } from '../scripts/lib/paths.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import { ControlPlane } from '../test/harness/controlplane.ts';
 import { CONTROLLER_MAIN } from '../test/harness/programs.ts';
@@ -125,28 +124,12 @@ async function phase(cp: ControlPlane, work: string, id: string, kubeconfig: str
   };
 }
 
-/**
- * What the informer cache costs per 10,000 NodeDisks, whole objects as served (managedFields and all)
- * against the controller's lean copies (controller/cache.ts): 20 parses of a real page of 500.
- */
-async function cacheHeapPer10k(client: NodeDiskClient): Promise<{ wholeMiB: number; leanMiB: number }> {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
-  const text = JSON.stringify((await client.list({ limit: 500 })).items);
-  const used = () => {
-    gc();
-    gc();
-    return process.memoryUsage().heapUsed / 2 ** 20;
-  };
-  const base = used();
-  let whole: NodeDisk[] = [];
-  for (let i = 0; i < 20; i++) whole.push(...(JSON.parse(text) as NodeDisk[]));
-  const wholeMiB = used() - base;
-  const lean = whole.map(leanNodeDisk);
-  whole = [];
-  const leanMiB = used() - base;
-  if (lean.length !== 10_000) throw new Error('expected 10,000 copies');
-  return { wholeMiB, leanMiB };
+/** What the informer cache costs per 10,000 NodeDisks, whole against lean (bench/cache-heap.ts, a process of its own). */
+async function cacheHeapPer10k(client: NodeDiskClient, work: string): Promise<{ wholeMiB: number; leanMiB: number }> {
+  const page = join(work, 'page.json');
+  writeFileSync(page, JSON.stringify((await client.list({ limit: 500 })).items));
+  const { stdout } = await promisify(execFile)(process.execPath, [join(REPO_ROOT, 'bench/cache-heap.ts'), page]);
+  return JSON.parse(stdout) as { wholeMiB: number; leanMiB: number };
 }
 
 if (LIMIT_MIB !== undefined) {
@@ -184,7 +167,7 @@ try {
       `| ${name} | ${f(r.seconds)} s | ${r.writes} | ${f(r.writes / r.seconds, 0)} | ${r.requests} | ${r.eventPosts} | ${f(r.apiserverCpu)} / ${f(r.etcdCpu)} / ${f(r.controllerCpu)} (kube-apiserver ${f((100 * r.apiserverCpu) / r.seconds, 0)} % of a core) | ${f(r.peakMiB, 0)} / ${f(r.idleMiB, 0)} MiB | ${load} |`,
     );
   }
-  const cache = await cacheHeapPer10k(client);
+  const cache = await cacheHeapPer10k(client, work);
   console.log(`informer cache per 10,000 reconciled NodeDisks (V8 heap): whole objects ${f(cache.wholeMiB)} MiB, the controller's lean copies ${f(cache.leanMiB)} MiB`);
   if (LIMIT_MIB !== undefined) {
     console.log(`memory cgroup ${CGROUP}: limit ${LIMIT_MIB} MiB, max usage ${f(cgroupFile('memory.max_usage_in_bytes') / 2 ** 20, 0)} MiB, failcnt ${cgroupFile('memory.failcnt')}, oom_kill ${oomKills()}`);
