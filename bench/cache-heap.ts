@@ -33,5 +33,6 @@ function heapOf(fill: () => NodeDisk[]): number {
 }
 const wholeMiB = heapOf(pages);
 const leanMiB = heapOf(() => pages().map(leanNodeDisk));
+const jsonCopyMiB = heapOf(() => pages().map((nd) => JSON.parse(JSON.stringify(leanNodeDisk(nd))) as NodeDisk));
 const structuredCloneMiB = heapOf(() => pages().map((nd) => structuredClone(leanNodeDisk(nd))));
-console.log(JSON.stringify({ wholeMiB, leanMiB, structuredCloneMiB, copies: kept.length }));
+console.log(JSON.stringify({ wholeMiB, leanMiB, jsonCopyMiB, structuredCloneMiB, copies: kept.length }));

@@ -23,9 +23,9 @@ export function leanNodeDisk(nd: NodeDisk): NodeDisk {
   if (label !== undefined) metadata.labels = { [LABEL_AUTO_RESERVE]: label };
   const { nodeName, path, desired } = nd.spec;
   const spec = { nodeName, path, ...(desired !== undefined ? { desired } : {}) } as NodeDisk['spec'];
-  // A copy through JSON text rather than references into the parsed page: nothing of the page can stay
-  // reachable through the copy, and JSON.parse builds the most compact objects. Heap for 10,000 reconciled
-  // NodeDisks: whole 35.0 MiB, lean by JSON 10.2 MiB, lean by structuredClone 13.5 MiB (docs/benchmarks.md).
-  const lean = { apiVersion: API_VERSION, kind: KIND, metadata, spec, ...(nd.status !== undefined ? { status: nd.status } : {}) };
-  return JSON.parse(JSON.stringify(lean)) as NodeDisk;
+  // By reference: the rest of the parsed object becomes garbage, what is kept here is all that stays
+  // reachable. Heap for 10,000 reconciled NodeDisks (`node bench/cache-heap.ts`): whole objects 35.0 MiB,
+  // these lean objects 10.1 MiB, the same as a deep copy through JSON (10.1) at 1/15 of its CPU; a copy
+  // through structuredClone is 13.5 MiB.
+  return { apiVersion: API_VERSION, kind: KIND, metadata, spec, ...(nd.status !== undefined ? { status: nd.status } : {}) };
 }
