@@ -70,6 +70,11 @@ export class NodeDiskClient {
     return this.rest.request<NodeDiskList>('GET', NODEDISKS_PATH, { query: listQuery(o) });
   }
 
+  /** One page as the server's JSON text (the controller's informer reads its continue token unparsed). */
+  listText(o: ListOptions = {}): Promise<string> {
+    return this.rest.requestText('GET', NODEDISKS_PATH, { query: listQuery(o) });
+  }
+
   /** Every page of a list, `pageSize` at a time, so large clusters are not loaded in one response. */
   async *listPages(o: ListOptions & { pageSize?: number } = {}): AsyncGenerator<NodeDiskList> {
     let cont: string | undefined;

@@ -27,7 +27,7 @@ export class Controller {
   constructor(o: ControllerOptions) {
     this.o = o;
     this.informer = new Informer<NodeDisk>(
-      { list: (l) => o.client.list(l), watch: (w, s) => o.client.watch(w, s) },
+      { list: (l) => o.client.list(l), listText: (l) => o.client.listText(l), watch: (w, s) => o.client.watch(w, s) },
       {
         onUpsert: (nd) => this.queue.add(nd.metadata.name ?? ''),
         onSync: () => {

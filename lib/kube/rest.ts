@@ -210,9 +210,15 @@ export class RestClient {
    * client-go does, after the Retry-After the server asked for (at most 10 s, at most 4 retries).
    */
   async request<T>(method: string, path: string, init: RequestInit = {}): Promise<T> {
+    const text = await this.requestText(method, path, init);
+    return (text === '' ? undefined : JSON.parse(text)) as T;
+  }
+
+  /** The same as request, the answer's text unparsed (for a caller that reads it before parsing it). */
+  async requestText(method: string, path: string, init: RequestInit = {}): Promise<string> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.requestOnce<T>(method, path, init);
+        return await this.requestOnce(method, path, init);
       } catch (err) {
         if (method !== 'GET' || attempt >= 4 || !(err instanceof ApiError) || err.statusCode !== 429) throw err;
         const waitMs = Math.min(10, err.retryAfterSeconds ?? 1) * 1000;
@@ -221,15 +227,13 @@ export class RestClient {
     }
   }
 
-  private async requestOnce<T>(method: string, path: string, init: RequestInit): Promise<T> {
+  private async requestOnce(method: string, path: string, init: RequestInit): Promise<string> {
     const res = await this.open(method, path, init);
-    let text: string;
     try {
-      text = await readBody(res);
+      return await readBody(res);
     } catch (err) {
       throw this.transportError(err as Error);
     }
-    return (text === '' ? undefined : JSON.parse(text)) as T;
   }
 }
 
