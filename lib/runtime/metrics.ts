@@ -42,11 +42,14 @@ export class Registry {
     this.#collectors.push(c);
   }
 
-  /** The exposition text, every collector asked now (collect hooks run here, once per scrape). */
+  /** Every collector's families, asked now (collect hooks run here, once per scrape). */
+  collect(): MetricFamily[] {
+    return this.#collectors.flatMap((c) => c.collect());
+  }
+
+  /** The exposition text of one scrape. */
   metrics(): string {
-    let text = '';
-    for (const c of this.#collectors) for (const family of c.collect()) text += formatFamily(family);
-    return text;
+    return this.collect().map(formatFamily).join('');
   }
 }
 
