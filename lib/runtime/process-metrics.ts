@@ -57,6 +57,17 @@ export function processFamilies(proc = '/proc/self'): MetricFamily[] {
     space('space_used_size', 'used', 'Process heap space size used from Node.js in bytes.'),
     space('space_available_size', 'available', 'Process heap space size available from Node.js in bytes.'),
   );
+  // What keeps the event loop alive (timers, sockets, file handles), by type: a leak shows here.
+  const resources = new Map<string, number>();
+  for (const type of process.getActiveResourcesInfo()) resources.set(type, (resources.get(type) ?? 0) + 1);
+  // (prom-client also has their sum as nodejs_active_resources_total, a gauge named like a counter, which
+  // promlint rejects: sum(nodejs_active_resources) is the same.)
+  families.push({
+    name: 'nodejs_active_resources',
+    help: 'Number of active resources that are currently keeping the event loop alive, grouped by async resource type.',
+    type: 'gauge',
+    samples: [...resources].map(([type, n]) => ({ name: 'nodejs_active_resources', labels: [['type', type]], value: n })),
+  });
   const [major = '', minor = '', patch = ''] = process.versions.node.split('.');
   families.push(gauge('nodejs_version_info', 'Node.js version info.', 1, [['version', process.version], ['major', major], ['minor', minor], ['patch', patch]]));
   return families;
@@ -89,6 +100,7 @@ export const PROCESS_METRIC_NAMES: readonly string[] = [
   'nodejs_heap_space_size_total_bytes',
   'nodejs_heap_space_size_used_bytes',
   'nodejs_heap_space_size_available_bytes',
+  'nodejs_active_resources',
   'nodejs_version_info',
 ];
 

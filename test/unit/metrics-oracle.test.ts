@@ -122,7 +122,7 @@ test("process and runtime metrics: the names, types, help and labels of prom-cli
   const [mine, theirs] = await Promise.all([parse(mineText), parse(theirText)]);
   t.is(mine.error, undefined);
   t.deepEqual(mine.problems, []);
-  const shape = (f: ParsedFamily) => ({ name: f.name, type: f.type, help: f.help, labelSets: f.metrics.map((m) => Object.keys(m.labels).sort().join(',')).sort() });
+  const shape = (f: ParsedFamily) => ({ name: f.name, type: f.type, help: f.help, labelNames: [...new Set(f.metrics.map((m) => Object.keys(m.labels).sort().join(',')))].sort() });
   for (const f of mine.families) {
     const theirs_ = theirs.families.find((x) => x.name === f.name);
     t.truthy(theirs_, `prom-client has ${f.name}`);

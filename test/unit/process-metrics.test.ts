@@ -30,7 +30,7 @@ test('every process and runtime metric is there, with a finite value, under the 
     for (const s of f.samples) t.true(Number.isFinite(s.value) && s.value >= 0, `${s.name} = ${s.value}`);
   }
   const v = values();
-  t.is(v.get('process_cpu_seconds_total'), v.get('process_cpu_user_seconds_total')! + v.get('process_cpu_system_seconds_total')!);
+  t.true(Math.abs(v.get('process_cpu_seconds_total')! - v.get('process_cpu_user_seconds_total')! - v.get('process_cpu_system_seconds_total')!) < 1e-9, 'user + system');
   t.true(v.get('process_resident_memory_bytes')! > 10 * 2 ** 20);
   t.true(v.get('process_virtual_memory_bytes')! >= v.get('process_resident_memory_bytes')!);
   t.true(v.get('process_max_fds')! >= v.get('process_open_fds')! && v.get('process_open_fds')! >= 3);
@@ -43,14 +43,17 @@ test('every process and runtime metric is there, with a finite value, under the 
   t.true(Math.abs(start - (Date.now() / 1000 - process.uptime())) <= 1, `start time ${start}`);
 });
 
-test('values are read at each scrape: CPU, open fds and external memory follow the process', (t) => {
+test('values are read at each scrape: CPU, open fds, external memory and active timers follow the process', (t) => {
   const before = values();
+  const timer = setInterval(() => {}, 60_000);
   const fds = [0, 1, 2].map(() => openSync(process.execPath, 'r'));
   const buffer = Buffer.alloc(8 * 2 ** 20, 1);
   const until = process.cpuUsage().user + 50_000;
   while (process.cpuUsage().user < until);
   const after = values();
   fds.forEach((fd) => closeSync(fd));
+  clearInterval(timer);
+  t.is((after.get('nodejs_active_resources{type="Timeout"}') ?? 0) - (before.get('nodejs_active_resources{type="Timeout"}') ?? 0), 1, 'one more timer keeps the loop alive');
   t.is(after.get('process_open_fds')! - before.get('process_open_fds')!, 3, 'three more files open');
   t.true(after.get('process_cpu_user_seconds_total')! - before.get('process_cpu_user_seconds_total')! >= 0.05);
   t.true(after.get('process_cpu_seconds_total')! - before.get('process_cpu_seconds_total')! >= 0.05);
