@@ -204,8 +204,8 @@ export class Gauge extends Metric<{ n: number }> {
   set(value: number): void;
   set(labels: Labels, value: number): void;
   set(a: Labels | number, b?: number): void {
+    if (typeof a !== 'number' && typeof b !== 'number') throw new Error(`gauge ${this.name}: set(labels) without a value; give a number`);
     const [labels, value] = args(a, b, NaN);
-    if (typeof value !== 'number') throw new Error(`gauge ${this.name}: cannot set ${String(value)}; give a number`);
     this.series(labels).value.n = value;
   }
 

@@ -171,6 +171,8 @@ test('bad definitions are refused with what to fix', (t) => {
   t.throws(() => new Histogram({ name: 'h2', help: 'x', buckets: [1, 1], registers: [registry] }), { message: /increasing order/ });
   t.notRegex(registry.metrics(), /h2/, 'a refused histogram is not left in the registry');
   t.throws(() => new Histogram({ name: 'h', help: 'x' }).observe(NaN), { message: /histogram h: cannot observe NaN/ });
+  const g = new Gauge({ name: 'g', help: 'x', labelNames: ['phase'] });
+  t.throws(() => Reflect.apply(g.set, g, [{ phase: 'A' }]), { message: /gauge g: set\(labels\) without a value; give a number/ });
 });
 
 test('/metrics of the ops server: the registry text with the format\'s content type; a failing collect hook is a 500 with its message', async (t) => {
