@@ -1,8 +1,9 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from '../lib/runtime/metrics.ts';
+import { registerProcessMetrics } from '../lib/runtime/process-metrics.ts';
 
 export function agentMetrics() {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  registerProcessMetrics(registry);
   return {
     registry,
     disks: new Gauge({ name: 'nodedisks_agent_disks', help: 'NodeDisks of this node by reported phase', labelNames: ['phase'], registers: [registry] }),

@@ -1,9 +1,10 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from '../lib/runtime/metrics.ts';
+import { registerProcessMetrics } from '../lib/runtime/process-metrics.ts';
 
 /** `leading` is asked at each scrape: the `leader` gauge is never a remembered value. */
 export function controllerMetrics(leading: () => boolean) {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  registerProcessMetrics(registry);
   return {
     registry,
     reconciles: new Counter({ name: 'nodedisks_controller_reconcile_total', help: 'Reconciles, by result', labelNames: ['result'], registers: [registry] }),

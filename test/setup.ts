@@ -1,10 +1,12 @@
 // `npm run setup [-- NAME…]`: optional. Builds now, instead of on first use, what the commands build
-// from Go modules: the control plane (npm start, npm test), the health-check runner and krew (npm test).
-//   node test/setup.ts                    all three
+// from Go modules: the control plane (npm start, npm test), the health-check runner, krew and Prometheus'
+// text parser (npm test).
+//   node test/setup.ts                    all four
 //   node test/setup.ts krew healthcheck   only those
 import { ensureBinaries } from './controlplane/binaries.ts';
 import { ensureHealthcheck } from './healthcheck/healthcheck.ts';
 import { ensureKrew, ensureValidateKrewManifest } from './krew/krew.ts';
+import { ensurePromtext } from './promtext/promtext.ts';
 
 const tools: Record<string, () => Promise<string>> = {
   controlplane: async () => {
@@ -13,6 +15,7 @@ const tools: Record<string, () => Promise<string>> = {
   },
   healthcheck: () => ensureHealthcheck(),
   krew: async () => `${await ensureKrew()} and ${await ensureValidateKrewManifest()}`,
+  promtext: () => ensurePromtext(),
 };
 
 const wanted = process.argv.slice(2);

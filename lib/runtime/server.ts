@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import type { Registry } from 'prom-client';
+import type { Registry } from './metrics.ts';
 
 export interface Probe {
   /** undefined when fine, otherwise why not. */
@@ -64,16 +64,16 @@ export async function startOpsServer(o: OpsServerOptions): Promise<{ server: Ser
     if (path === '/healthz' || path === '/livez') return probe(o.healthz);
     if (path === '/readyz') return probe(o.readyz);
     if (path === '/metrics') {
-      o.registry.metrics().then(
-        (text) => {
-          res.writeHead(200, { 'Content-Type': o.registry.contentType });
-          res.end(text);
-        },
-        (err: Error) => {
-          res.writeHead(500);
-          res.end(err.message);
-        },
-      );
+      let text: string;
+      try {
+        text = o.registry.metrics();
+      } catch (err) {
+        res.writeHead(500, { 'Content-Type': 'text/plain' });
+        res.end(`${(err as Error).message}\n`);
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': o.registry.contentType });
+      res.end(text);
       return;
     }
     res.writeHead(404);

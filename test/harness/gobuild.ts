@@ -6,7 +6,8 @@
 // A build goes to a temp dir beside the cache entry and is renamed into place: an interrupted build
 // never leaves a half cache, and two processes building at once both end with a whole one.
 import { execFile } from 'node:child_process';
-import { access, constants, mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { access, constants, mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 export interface GoTarget {
@@ -106,4 +107,12 @@ export async function pathWithoutGo(path = process.env.PATH ?? ''): Promise<stri
   const dirs = path.split(':').filter(Boolean);
   const keep = await Promise.all(dirs.map(async (d) => !(await isExecutable(join(d, 'go')))));
   return dirs.filter((_, i) => keep[i]).join(':');
+}
+
+/** A hash of a Go module's own files (*.go, go.mod, go.sum): a cache entry named by it is rebuilt on any change. */
+export async function moduleSourceHash(moduleDir: string): Promise<string> {
+  const files = (await readdir(moduleDir)).filter((f) => f.endsWith('.go') || f === 'go.mod' || f === 'go.sum').sort();
+  const h = createHash('sha256');
+  for (const f of files) h.update(`${f}\0`).update(await readFile(join(moduleDir, f))).update('\0');
+  return h.digest('hex').slice(0, 16);
 }

@@ -1,12 +1,10 @@
 // Runs GitOps health checks in the engines Argo CD and Flux use (see main.go beside this file): the Go
 // program is built once from the pinned go.mod/go.sum into the cache, like the test control plane.
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheRoot } from '../../scripts/lib/paths.ts';
-import { ensureGoBuild, goPlatform } from '../harness/gobuild.ts';
+import { ensureGoBuild, goPlatform, moduleSourceHash } from '../harness/gobuild.ts';
 
 const moduleDir = fileURLToPath(new URL('.', import.meta.url));
 
@@ -32,18 +30,10 @@ export interface HealthResult {
   kstatus: Verdict;
 }
 
-/** The cache entry is named by a hash of the module's files: any change to them is a new build. */
-async function sourceHash(): Promise<string> {
-  const files = (await readdir(moduleDir)).filter((f) => f.endsWith('.go') || f === 'go.mod' || f === 'go.sum').sort();
-  const h = createHash('sha256');
-  for (const f of files) h.update(`${f}\0`).update(await readFile(join(moduleDir, f))).update('\0');
-  return h.digest('hex').slice(0, 16);
-}
-
 /** The path of the health-check runner, built first if the cache does not have it. */
 export async function ensureHealthcheck(log?: (line: string) => void): Promise<string> {
   const { os, arch } = goPlatform();
-  const dir = join(cacheRoot(), 'healthcheck', `healthcheck-${await sourceHash()}-${os}-${arch}`);
+  const dir = join(cacheRoot(), 'healthcheck', `healthcheck-${await moduleSourceHash(moduleDir)}-${os}-${arch}`);
   await ensureGoBuild({
     what: 'the GitOps health-check runner (gopher-lua as Argo CD runs it, Flux CEL evaluator)',
     takes: 'a few minutes',

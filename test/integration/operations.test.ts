@@ -9,6 +9,7 @@ import test from 'ava';
 import { nodeDiskName } from '../../api/names.ts';
 import { AGENT_MAIN, CONTROLLER_MAIN, seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
 import { eventually } from '../harness/wait.ts';
+import { ensurePromtext, parseExposition } from '../promtext/promtext.ts';
 import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const run = promisify(execFile);
@@ -97,6 +98,13 @@ test.serial('the agent serves metrics, health and readiness; a missing disk dir 
   t.regex(metrics, /^nodedisks_agent_creates_total 1$/m);
   t.regex(metrics, /^nodedisks_agent_status_writes_total\{cause="change"\} 1$/m);
   t.regex(metrics, /^process_cpu_seconds_total /m);
+  // The whole scrape as Prometheus takes it: the format's content type, its own parser, and promlint.
+  const scrape = await fetch(`http://127.0.0.1:${await portOf(agent)}/metrics`);
+  t.is(scrape.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
+  const parsed = await parseExposition(await ensurePromtext(), await scrape.text());
+  t.is(parsed.error, undefined);
+  t.deepEqual(parsed.problems, []);
+  t.true(parsed.families.some((f) => f.name === 'nodejs_heap_size_used_bytes' && f.type === 'GAUGE'));
 
   // The dir disappears at once (as when its mount goes away), not file by file.
   await rename(dir, `${dir}.away`);

@@ -1,0 +1,68 @@
+// Parses a /metrics text with Prometheus' own parser and lints it with promlint (main.go beside this
+// file): the Go program is built once from the pinned go.mod/go.sum into the cache, like the health-check
+// runner.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cacheRoot } from '../../scripts/lib/paths.ts';
+import { ensureGoBuild, goPlatform, moduleSourceHash } from '../harness/gobuild.ts';
+
+const moduleDir = fileURLToPath(new URL('.', import.meta.url));
+
+export interface ParsedMetric {
+  labels: Record<string, string>;
+  /** Counter or gauge value as Go writes it ("NaN", "+Inf", "1e-07"). */
+  value?: string;
+  buckets?: { le: string; count: number }[];
+  sum?: string;
+  count?: number;
+}
+
+export interface ParsedFamily {
+  name: string;
+  help: string;
+  /** COUNTER, GAUGE, HISTOGRAM, ... */
+  type: string;
+  metrics: ParsedMetric[];
+}
+
+export interface Parsed {
+  /** The parser's error: the text is not valid exposition format. */
+  error?: string;
+  families: ParsedFamily[];
+  problems: { metric: string; text: string }[];
+}
+
+/** The path of nodedisks-promtext, built first if the cache does not have it. */
+export async function ensurePromtext(log?: (line: string) => void): Promise<string> {
+  const { os, arch } = goPlatform();
+  const dir = join(cacheRoot(), 'promtext', `promtext-${await moduleSourceHash(moduleDir)}-${os}-${arch}`);
+  await ensureGoBuild({
+    what: "Prometheus' text parser and promlint (github.com/prometheus/common/expfmt, client_golang)",
+    takes: 'a few minutes',
+    moduleDir,
+    dir,
+    targets: [{ name: 'nodedisks-promtext', pkg: '.' }],
+    log,
+  });
+  return join(dir, 'nodedisks-promtext');
+}
+
+export async function parseExposition(bin: string, text: string): Promise<Parsed> {
+  const stdout = await new Promise<string>((resolve, reject) => {
+    const child = execFile(bin, [], { maxBuffer: 16 * 1024 * 1024, timeout: 60_000 }, (err, out, stderr) => {
+      if (err) reject(new Error(`${bin} failed: ${stderr.trim() || err.message}`));
+      else resolve(out);
+    });
+    child.stdin?.end(text);
+  });
+  return JSON.parse(stdout) as Parsed;
+}
+
+/** A value as Go wrote it, as a number ("+Inf" is not a JavaScript number literal). */
+export function goFloat(s: string | undefined): number {
+  if (s === undefined) return 0;
+  if (s === '+Inf') return Infinity;
+  if (s === '-Inf') return -Infinity;
+  return Number(s);
+}

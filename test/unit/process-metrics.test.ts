@@ -1,0 +1,114 @@
+// The process and Node.js runtime metrics (lib/runtime/process-metrics.ts): present and numeric, read at
+// scrape time (they move with the process between two scrapes), nothing left running between scrapes,
+// and /proc read right (a command name with spaces and parentheses; no /proc at all).
+import { execFile } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import test from 'ava';
+import { Registry } from '../../lib/runtime/metrics.ts';
+import { PROCESS_METRIC_NAMES, processFamilies, registerProcessMetrics } from '../../lib/runtime/process-metrics.ts';
+import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+
+const run = promisify(execFile);
+
+/** name{labels} -> value, from the families of one scrape. */
+function values(proc?: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const f of processFamilies(proc)) {
+    for (const s of f.samples) out.set(`${s.name}${s.labels.length ? `{${s.labels.map(([k, v]) => `${k}="${v}"`).join(',')}}` : ''}`, s.value);
+  }
+  return out;
+}
+
+test('every process and runtime metric is there, with a finite value, under the names prom-client and client_golang use', (t) => {
+  const families = processFamilies();
+  t.deepEqual(families.map((f) => f.name), [...PROCESS_METRIC_NAMES]);
+  for (const f of families) {
+    t.true(f.samples.length > 0, `${f.name} has samples`);
+    for (const s of f.samples) t.true(Number.isFinite(s.value) && s.value >= 0, `${s.name} = ${s.value}`);
+  }
+  const v = values();
+  t.true(Math.abs(v.get('process_cpu_seconds_total')! - v.get('process_cpu_user_seconds_total')! - v.get('process_cpu_system_seconds_total')!) < 1e-9, 'user + system');
+  t.true(v.get('process_resident_memory_bytes')! > 10 * 2 ** 20);
+  t.true(v.get('process_virtual_memory_bytes')! >= v.get('process_resident_memory_bytes')!);
+  t.true(v.get('process_max_fds')! >= v.get('process_open_fds')! && v.get('process_open_fds')! >= 3);
+  t.true(v.get('nodejs_heap_size_used_bytes')! <= v.get('nodejs_heap_size_total_bytes')!);
+  t.true(v.get('nodejs_heap_space_size_total_bytes{space="old"}')! > 0, 'heap spaces by short name: "old_space" is space="old"');
+  t.true(v.has('nodejs_heap_space_size_used_bytes{space="new"}') && v.has('nodejs_heap_space_size_available_bytes{space="code"}'));
+  const [major, minor, patch] = process.versions.node.split('.');
+  t.is(v.get(`nodejs_version_info{version="${process.version}",major="${major}",minor="${minor}",patch="${patch}"}`), 1);
+  const start = v.get('process_start_time_seconds')!;
+  t.true(Math.abs(start - (Date.now() / 1000 - process.uptime())) <= 1, `start time ${start}`);
+});
+
+test('values are read at each scrape: CPU, open fds, external memory and active timers follow the process', (t) => {
+  const before = values();
+  const timer = setInterval(() => {}, 60_000);
+  const fds = [0, 1, 2].map(() => openSync(process.execPath, 'r'));
+  const buffer = Buffer.alloc(8 * 2 ** 20, 1);
+  const until = process.cpuUsage().user + 50_000;
+  while (process.cpuUsage().user < until);
+  const after = values();
+  fds.forEach((fd) => closeSync(fd));
+  clearInterval(timer);
+  t.is((after.get('nodejs_active_resources{type="Timeout"}') ?? 0) - (before.get('nodejs_active_resources{type="Timeout"}') ?? 0), 1, 'one more timer keeps the loop alive');
+  t.is(after.get('process_open_fds')! - before.get('process_open_fds')!, 3, 'three more files open');
+  t.true(after.get('process_cpu_user_seconds_total')! - before.get('process_cpu_user_seconds_total')! >= 0.05);
+  t.true(after.get('process_cpu_seconds_total')! - before.get('process_cpu_seconds_total')! >= 0.05);
+  t.true(after.get('nodejs_external_memory_bytes')! - before.get('nodejs_external_memory_bytes')! >= buffer.length);
+  t.is(after.get('process_start_time_seconds'), before.get('process_start_time_seconds'), 'the start time does not move');
+});
+
+/** Node's internal modules for event-loop delay and GC monitors, loaded in a fresh process by `code`. */
+async function perfModulesLoadedBy(code: string): Promise<string[]> {
+  const probe = `${code}\nconsole.log(JSON.stringify(process.moduleLoadList.filter((m) => /perf_hooks|perf\\/(observe|event_loop_delay)/.test(m))));`;
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', probe], { cwd: REPO_ROOT });
+  return JSON.parse(stdout) as string[];
+}
+
+test('nothing runs between scrapes: no event-loop or GC monitor is loaded, no timer or handle left behind', async (t) => {
+  const resources = () => process.getActiveResourcesInfo().sort().join(',');
+  const before = resources();
+  const registry = new Registry();
+  registerProcessMetrics(registry);
+  registry.metrics();
+  registry.metrics();
+  t.is(resources(), before);
+  const ours = await perfModulesLoadedBy(
+    "import { Registry } from './lib/runtime/metrics.ts'; import { registerProcessMetrics } from './lib/runtime/process-metrics.ts';\n" +
+      'const r = new Registry(); registerProcessMetrics(r); r.metrics();',
+  );
+  t.deepEqual(ours, []);
+  // The same probe sees what prom-client's default metrics start (their event-loop lag and GC metrics).
+  const promClient = await perfModulesLoadedBy("import { Registry, collectDefaultMetrics } from 'prom-client'; const r = new Registry(); collectDefaultMetrics({ register: r }); await r.metrics();");
+  t.true(promClient.includes('NativeModule internal/perf/event_loop_delay'), JSON.stringify(promClient));
+});
+
+function fakeProc(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'nodedisks-proc-'));
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(join(dir, path, '..'), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  return dir;
+}
+
+test('/proc/self/stat: vsize is read after the command name, even one with spaces and parentheses', (t) => {
+  // Fields after ")": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
+  // cutime cstime priority nice num_threads itrealvalue starttime vsize rss ...
+  const after = 'S 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 7 0 12345 987654321 4000 18446744073709551615';
+  const proc = fakeProc({ stat: `4242 (node (x) y) ${after}\n`, limits: 'Limit                     Soft Limit           Hard Limit           Units     \nMax open files            65536                1048576              files     \n' });
+  t.teardown(() => rmSync(proc, { recursive: true }));
+  const v = values(proc);
+  t.is(v.get('process_virtual_memory_bytes'), 987654321);
+  t.is(v.get('process_max_fds'), 65536, 'the soft limit');
+  t.false(v.has('process_open_fds'), 'no fd dir: left out');
+});
+
+test('without /proc (not Linux) the fd and virtual memory metrics are left out, the rest reported', (t) => {
+  const v = values('/nonexistent/proc/self');
+  for (const name of ['process_open_fds', 'process_max_fds', 'process_virtual_memory_bytes']) t.false(v.has(name), name);
+  for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'process_start_time_seconds']) t.true(v.has(name), name);
+});
