@@ -85,3 +85,20 @@ test('with many workers, the same key is never processed by two at once, and a k
   t.true(processed >= keys.length);
   for (const key of keys) t.is(addedWhileProcessing.get(key), 0, `an add of ${key} during its processing was not followed by another processing`);
 });
+
+test('keys come out first in, first out through 10,000 adds and gets interleaved, and the length counts only what waits', async (t) => {
+  // Enough keys for the queue to drop what it has read more than once along the way (every 1,024+ gets).
+  const q = new WorkQueue();
+  const added: string[] = [];
+  const got: string[] = [];
+  for (let i = 0; i < 3000; i++) added.push(`a${i}`), q.add(`a${i}`);
+  for (let i = 0; i < 7000; i++) {
+    const key = (await q.get())!;
+    got.push(key);
+    q.done(key);
+    if (i % 2 === 0) added.push(`b${i}`), q.add(`b${i}`);
+    t.is(q.length, added.length - got.length);
+  }
+  while (q.length > 0) got.push((await q.get())!);
+  t.deepEqual(got, added);
+});
