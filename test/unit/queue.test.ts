@@ -91,7 +91,7 @@ test('keys come out first in, first out through 10,000 adds and gets interleaved
   const q = new WorkQueue();
   const added: string[] = [];
   const got: string[] = [];
-  for (let i = 0; i < 3000; i++) added.push(`a${i}`), q.add(`a${i}`);
+  for (let i = 0; i < 4000; i++) added.push(`a${i}`), q.add(`a${i}`);
   for (let i = 0; i < 7000; i++) {
     const key = (await q.get())!;
     got.push(key);
