@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { access, constants, mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { cacheRoot } from '../../scripts/lib/paths.ts';
 
 export interface GoTarget {
   /** File name of the binary in the cache entry. */
@@ -115,4 +116,16 @@ export async function moduleSourceHash(moduleDir: string): Promise<string> {
   const h = createHash('sha256');
   for (const f of files) h.update(`${f}\0`).update(await readFile(join(moduleDir, f))).update('\0');
   return h.digest('hex').slice(0, 16);
+}
+
+/**
+ * A one-binary test tool built from a Go module of the repository (`main` package at its root), cached
+ * under `<cache>/<name>/<name>-<source hash>-<os>-<arch>/nodedisks-<name>`; its path, built first if needed.
+ */
+export async function ensureGoTool(t: { name: string; what: string; moduleDir: string; log?: (line: string) => void }): Promise<string> {
+  const { os, arch } = goPlatform();
+  const dir = join(cacheRoot(), t.name, `${t.name}-${await moduleSourceHash(t.moduleDir)}-${os}-${arch}`);
+  const binary = `nodedisks-${t.name}`;
+  await ensureGoBuild({ what: t.what, takes: 'a few minutes', moduleDir: t.moduleDir, dir, targets: [{ name: binary, pkg: '.' }], ...(t.log ? { log: t.log } : {}) });
+  return join(dir, binary);
 }

@@ -1,10 +1,8 @@
 // Runs GitOps health checks in the engines Argo CD and Flux use (see main.go beside this file): the Go
 // program is built once from the pinned go.mod/go.sum into the cache, like the test control plane.
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot } from '../../scripts/lib/paths.ts';
-import { ensureGoBuild, goPlatform, moduleSourceHash } from '../harness/gobuild.ts';
+import { ensureGoTool } from '../harness/gobuild.ts';
 
 const moduleDir = fileURLToPath(new URL('.', import.meta.url));
 
@@ -31,18 +29,8 @@ export interface HealthResult {
 }
 
 /** The path of the health-check runner, built first if the cache does not have it. */
-export async function ensureHealthcheck(log?: (line: string) => void): Promise<string> {
-  const { os, arch } = goPlatform();
-  const dir = join(cacheRoot(), 'healthcheck', `healthcheck-${await moduleSourceHash(moduleDir)}-${os}-${arch}`);
-  await ensureGoBuild({
-    what: 'the GitOps health-check runner (gopher-lua as Argo CD runs it, Flux CEL evaluator)',
-    takes: 'a few minutes',
-    moduleDir,
-    dir,
-    targets: [{ name: 'nodedisks-healthcheck', pkg: '.' }],
-    log,
-  });
-  return join(dir, 'nodedisks-healthcheck');
+export function ensureHealthcheck(log?: (line: string) => void): Promise<string> {
+  return ensureGoTool({ name: 'healthcheck', what: 'the GitOps health-check runner (gopher-lua as Argo CD runs it, Flux CEL evaluator)', moduleDir, ...(log ? { log } : {}) });
 }
 
 export async function evaluateHealth(bin: string, req: HealthRequest): Promise<HealthResult[]> {

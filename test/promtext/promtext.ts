@@ -2,10 +2,8 @@
 // file): the Go program is built once from the pinned go.mod/go.sum into the cache, like the health-check
 // runner.
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot } from '../../scripts/lib/paths.ts';
-import { ensureGoBuild, goPlatform, moduleSourceHash } from '../harness/gobuild.ts';
+import { ensureGoTool } from '../harness/gobuild.ts';
 
 const moduleDir = fileURLToPath(new URL('.', import.meta.url));
 
@@ -34,18 +32,8 @@ export interface Parsed {
 }
 
 /** The path of nodedisks-promtext, built first if the cache does not have it. */
-export async function ensurePromtext(log?: (line: string) => void): Promise<string> {
-  const { os, arch } = goPlatform();
-  const dir = join(cacheRoot(), 'promtext', `promtext-${await moduleSourceHash(moduleDir)}-${os}-${arch}`);
-  await ensureGoBuild({
-    what: "Prometheus' text parser and promlint (github.com/prometheus/common/expfmt, client_golang)",
-    takes: 'a few minutes',
-    moduleDir,
-    dir,
-    targets: [{ name: 'nodedisks-promtext', pkg: '.' }],
-    log,
-  });
-  return join(dir, 'nodedisks-promtext');
+export function ensurePromtext(log?: (line: string) => void): Promise<string> {
+  return ensureGoTool({ name: 'promtext', what: "Prometheus' text parser and promlint (github.com/prometheus/common/expfmt, client_golang)", moduleDir, ...(log ? { log } : {}) });
 }
 
 export async function parseExposition(bin: string, text: string): Promise<Parsed> {
