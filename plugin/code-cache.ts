@@ -13,10 +13,14 @@ import { basename, dirname, join, posix, win32 } from 'node:path';
 
 /** The single executable's asset holding the plugin code (the CommonJS bundle of plugin/main.ts). */
 export const PLUGIN_ASSET = 'kubectl-nodedisks.js';
+// A cache file: MAGIC, the hash64 of all that follows (8 bytes, little-endian), the length of the
+// command list (2 bytes), the command list (comma-separated ASCII), V8's code cache.
 /** The first bytes of a cache file: format and version of this file layout (not V8's). */
-const MAGIC = Buffer.from('NDV8CC01', 'latin1');
-const DIGEST_BYTES = 32;
-const HEADER_BYTES = MAGIC.length + DIGEST_BYTES;
+const MAGIC = Buffer.from('NDV8CC02', 'latin1');
+const HASHED_FROM = MAGIC.length + 8;
+const LIST_FROM = HASHED_FROM + 2;
+/** More commands than this (typos are commands too) no longer make a run rewrite the cache. */
+export const MAX_COMMANDS = 16;
 /** Cache files of other builds (an older plugin, another Node) not rewritten for this long are removed. */
 export const STALE_MS = 30 * 24 * 3600 * 1000;
 
@@ -60,34 +64,66 @@ export function codeCacheFile(pluginSha256: string, p: Pick<NodeJS.Process, 'env
   return dir && join(dir, codeCacheName(pluginSha256, p.version, p.arch, p.env.NODE_OPTIONS));
 }
 
+/** A cache read back: V8's code cache and the commands whose runs made it. */
+export interface CodeCache {
+  payload: Buffer;
+  commands: string[];
+}
+
+/**
+ * The command a run's cache entry is known by: its first argument if that looks like a command name,
+ * else "" (help, a flag, anything else).
+ */
+export function commandKey(firstArg: string | undefined): string {
+  return firstArg !== undefined && /^[a-z_][a-z_-]{0,31}$/.test(firstArg) ? firstArg : '';
+}
+
+/**
+ * Whether this run should write the cache when it ends: there is none (or V8 rejected it), or its command
+ * has not added the functions it compiles yet. V8 compiles most functions on first call, and a cache
+ * holds those compiled when it was made; a cache made at exit of a run that started from one holds both.
+ * So each command rewrites the cache once, until MAX_COMMANDS have.
+ */
+export function shouldWrite(cache: CodeCache | undefined, accepted: boolean, command: string): boolean {
+  if (!cache || !accepted) return true;
+  return !cache.commands.includes(command) && cache.commands.length < MAX_COMMANDS;
+}
+
 /**
  * The cache in `file`, or undefined if there is none or it is not whole. The checksum is ours: V8 checks
  * a cache's header but not its payload (release builds skip V8's checksum), and a damaged payload that
  * V8 accepts crashes the process (seen: SIGTRAP, SIGSEGV), so a damaged file must never reach V8.
  */
-export function readCodeCache(file: string): Buffer | undefined {
+export function readCodeCache(file: string): CodeCache | undefined {
   let data: Buffer;
   try {
     data = readFileSync(file);
   } catch {
     return undefined;
   }
-  if (data.length <= HEADER_BYTES || !data.subarray(0, MAGIC.length).equals(MAGIC)) return undefined;
-  const payload = data.subarray(HEADER_BYTES);
-  return sha256(payload).equals(data.subarray(MAGIC.length, HEADER_BYTES)) ? payload : undefined;
+  if (data.length <= LIST_FROM || !data.subarray(0, MAGIC.length).equals(MAGIC)) return undefined;
+  if (hash64(data.subarray(HASHED_FROM)) !== data.readBigUInt64LE(MAGIC.length)) return undefined;
+  const payloadFrom = LIST_FROM + data.readUInt16LE(HASHED_FROM);
+  if (payloadFrom >= data.length) return undefined;
+  const list = data.toString('latin1', LIST_FROM, payloadFrom);
+  return { payload: data.subarray(payloadFrom), commands: list === '' ? [] : list.split(',') };
 }
 
 /**
- * Writes `payload` to `file` whole or not at all (a temp file, then rename: a concurrent run reads the
+ * Writes a cache to `file` whole or not at all (a temp file, then rename: a concurrent run reads the
  * old file or the new one, never half of one), and removes other builds' stale cache files. Returns the
  * error instead of throwing: an unwritable cache directory is no reason to fail or to print.
  */
-export function writeCodeCache(file: string, payload: Buffer, now = Date.now()): Error | undefined {
+export function writeCodeCache(file: string, cache: CodeCache, now = Date.now()): Error | undefined {
   const dir = dirname(file);
   const tmp = `${file}.${process.pid}.tmp`;
   try {
+    const list = Buffer.from(cache.commands.join(','), 'latin1');
+    const data = Buffer.concat([MAGIC, Buffer.alloc(8), Buffer.alloc(2), list, cache.payload]);
+    data.writeUInt16LE(list.length, HASHED_FROM);
+    data.writeBigUInt64LE(hash64(data.subarray(HASHED_FROM)), MAGIC.length);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileSync(tmp, Buffer.concat([MAGIC, sha256(payload), payload]), { mode: 0o600 });
+    writeFileSync(tmp, data, { mode: 0o600 });
     renameSync(tmp, file);
   } catch (err) {
     try {
@@ -118,7 +154,55 @@ function removeStale(dir: string, keep: string, now: number): void {
   }
 }
 
-function sha256(data: Buffer): Buffer {
-  // node:crypto only when there is a cache to check or write (~1 ms to load), not on every start.
-  return process.getBuiltinModule('node:crypto').hash('sha256', data, 'buffer');
+/**
+ * The WebAssembly module of hash64, assembled from this text format by hand (test/unit/code-cache.test.ts
+ * checks it against a plain JavaScript version of the same function):
+ *
+ *   (module
+ *     (memory (export "memory") 0)
+ *     (func (export "hash") (param $len i32) (result i64) (local $i i32) (local $h i64) (local $end i32)
+ *       (local.set $h (i64.const 0xcbf29ce484222325))
+ *       (local.set $end (i32.and (local.get $len) (i32.const -8)))
+ *       (block $done (loop $words                          ;; 8 bytes at a time, little-endian
+ *         (br_if $done (i32.ge_u (local.get $i) (local.get $end)))
+ *         (local.set $h (i64.rotl (i64.mul (i64.xor (local.get $h) (i64.load (local.get $i))) (i64.const 0x100000001b3)) (i64.const 31)))
+ *         (local.set $i (i32.add (local.get $i) (i32.const 8)))
+ *         (br $words)))
+ *       (block $done (loop $bytes                          ;; then the last 0-7 bytes one by one
+ *         (br_if $done (i32.ge_u (local.get $i) (local.get $len)))
+ *         (local.set $h (i64.rotl (i64.mul (i64.xor (local.get $h) (i64.load8_u (local.get $i))) (i64.const 0x100000001b3)) (i64.const 31)))
+ *         (local.set $i (i32.add (local.get $i) (i32.const 1)))
+ *         (br $bytes)))
+ *       (local.get $h)))
+ *
+ * Each step is a bijection of the running value, so any one changed word or byte changes the result.
+ */
+// prettier-ignore
+const HASH64_WASM = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 6, 1, 96, 1, 127, 1, 126, 3, 2, 1, 0, 5, 3, 1, 0, 0, 7, 17, 2, 6, 109, 101, 109, 111, 114,
+  121, 2, 0, 4, 104, 97, 115, 104, 0, 0, 10, 117, 1, 115, 3, 1, 127, 1, 126, 1, 127, 66, 165, 198, 136, 161, 200, 156, 167,
+  249, 75, 33, 2, 32, 0, 65, 120, 113, 33, 3, 2, 64, 3, 64, 32, 1, 32, 3, 79, 13, 1, 32, 2, 32, 1, 41, 3, 0, 133, 66, 179,
+  131, 128, 128, 128, 32, 126, 66, 31, 137, 33, 2, 32, 1, 65, 8, 106, 33, 1, 12, 0, 11, 11, 2, 64, 3, 64, 32, 1, 32, 0, 79,
+  13, 1, 32, 2, 32, 1, 49, 0, 0, 133, 66, 179, 131, 128, 128, 128, 32, 126, 66, 31, 137, 33, 2, 32, 1, 65, 1, 106, 33, 1, 12,
+  0, 11, 11, 32, 2, 11,
+]);
+
+/**
+ * A 64-bit hash of `data` (FNV-1a's constants over 8-byte words, with a rotation): the cache file's
+ * checksum. Against damage, not attack: whoever can write the user's cache directory can run code as
+ * the user anyway. WebAssembly because it is the cheap native loop at hand: node:crypto costs ~10 ms of
+ * CPU to load (more than the cache saves at times), and the same loop in JavaScript runs interpreted, ~30 ms.
+ */
+export function hash64(data: Uint8Array): bigint {
+  const { exports } = new wasm.Instance(new wasm.Module(HASH64_WASM));
+  exports.memory.grow(Math.ceil(data.length / 65536));
+  new Uint8Array(exports.memory.buffer).set(data);
+  return BigInt.asUintN(64, exports.hash(data.length));
 }
+
+/** The part of the WebAssembly global used here (the project's TypeScript lib has no WebAssembly types). */
+interface WasmApi {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object) => { exports: { memory: { grow(pages: number): number; buffer: ArrayBuffer }; hash(len: number): bigint } };
+}
+const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;

@@ -9,7 +9,7 @@
 import { getRawAsset } from 'node:sea';
 import { debuglog } from 'node:util';
 import { Script } from 'node:vm';
-import { codeCacheFile, PLUGIN_ASSET, readCodeCache, writeCodeCache } from './code-cache.ts';
+import { codeCacheFile, commandKey, PLUGIN_ASSET, readCodeCache, shouldWrite, writeCodeCache } from './code-cache.ts';
 
 /** The sha256 of the plugin code asset, set by scripts/release.ts when it builds this file. */
 declare const PLUGIN_SHA256: string;
@@ -20,20 +20,22 @@ const debug = debuglog('nodedisks');
 // The build keeps the bundle ASCII (esbuild escapes the rest), so latin1 decodes it as a copy, no UTF-8.
 const source = Buffer.from(getRawAsset(PLUGIN_ASSET)).toString('latin1');
 const file = codeCacheFile(PLUGIN_SHA256, process);
-const cached = file ? readCodeCache(file) : undefined;
-const script = new Script(source, { filename: PLUGIN_ASSET, ...(cached ? { cachedData: cached } : {}) });
+const cache = file ? readCodeCache(file) : undefined;
+const script = new Script(source, { filename: PLUGIN_ASSET, ...(cache ? { cachedData: cache.payload } : {}) });
+const accepted = cache !== undefined && !script.cachedDataRejected;
+const command = commandKey(process.argv[2]);
 
-if (file && cached && !script.cachedDataRejected) {
-  debug('code cache %s: accepted', file);
-} else if (file) {
-  debug('code cache %s: %s', file, cached ? 'rejected by V8' : 'none or damaged');
-  // Made at exit, so it holds the functions this run compiled too (V8 compiles most of them lazily).
-  process.once('exit', () => {
-    const err = writeCodeCache(file, script.createCachedData());
-    debug('code cache %s: %s', file, err ? `not written: ${err.message}` : 'written');
-  });
-} else {
+if (!file) {
   debug('code cache: off (no cache directory, or NODE_DISABLE_COMPILE_CACHE)');
+} else {
+  debug('code cache %s: %s', file, accepted ? `accepted (made by: ${cache.commands.join(', ')})` : cache ? 'rejected by V8' : 'none or damaged');
+  if (shouldWrite(cache, accepted, command)) {
+    // Made at exit, so it holds the functions this run compiled too (V8 compiles most of them lazily).
+    process.once('exit', () => {
+      const err = writeCodeCache(file, { payload: script.createCachedData(), commands: accepted ? [...cache.commands, command] : [command] });
+      debug('code cache %s: %s', file, err ? `not written: ${err.message}` : 'written');
+    });
+  }
 }
 
 (script.runInThisContext() as PluginMain)(module.exports, require, module, __filename, __dirname);
