@@ -9,6 +9,10 @@
 // cache, NODE_COMPILE_CACHE for the bundle's), warmed by one run. A build written `@path` has them emptied
 // before every run: its figures are those of a first run. The commands take turns, so load from other
 // jobs falls on all of them alike; the load average is printed with each row.
+//
+// INSTRUCTIONS=N adds, per build, the median of N runs' instructions executed (valgrind's callgrind, all
+// threads, children followed): the one figure a shared machine's load does not move. kubectl (Go) is not
+// counted. Each such run takes seconds.
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +28,7 @@ import { REPO_ROOT } from '../scripts/lib/paths.ts';
 const SIZES = (process.env.SIZES ?? '9,300').split(',').map(Number);
 const RUNS = Number(process.env.RUNS ?? 25);
 const COMMANDS = (process.env.COMMANDS ?? 'version,list').split(',');
+const INSTRUCTIONS = Number(process.env.INSTRUCTIONS ?? 0);
 const work = mkdtempSync(join(tmpdir(), 'bench-plugin-start-'));
 const BUILDS = (process.env.BUILDS ?? 'bundle:dist/bin/kubectl-nodedisks').split(',').map((spec, i) => {
   const at = spec.indexOf(':');
@@ -47,6 +52,19 @@ function measure(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<S
       if (stderr) return reject(new Error(`${cmd} ${args.join(' ')} printed on stderr: ${stderr.slice(0, 2000)}`));
       const [wall, user, sys] = readFileSync(report, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
       resolve({ wallMs: wall! * 1000, cpuMs: (user! + sys!) * 1000 });
+    });
+  });
+}
+
+/** Instructions one run executes, in millions (valgrind --tool=callgrind; all processes of the run). */
+function instructions(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const valgrind = ['--tool=callgrind', '--callgrind-out-file=/dev/null', '--smc-check=all-non-file', '--trace-children=yes', cmd, ...args];
+  return new Promise((resolve, reject) => {
+    execFile('valgrind', valgrind, { env, maxBuffer: 256 * 1024 * 1024 }, (err, _out, stderr) => {
+      if (err) return reject(new Error(`valgrind ${cmd} ${args.join(' ')}: ${stderr.slice(-2000)}`));
+      const refs = [...stderr.matchAll(/I\s+refs:\s+([\d,]+)/g)].map((m) => Number(m[1]!.replaceAll(',', '')));
+      if (refs.length === 0) return reject(new Error(`valgrind printed no instruction count: ${stderr.slice(-2000)}`));
+      resolve(refs.reduce((a, b) => a + b, 0) / 1e6);
     });
   });
 }
@@ -108,6 +126,16 @@ try {
       const cell = (s: Sample[]) => `${median(s.map((x) => x.wallMs)).toFixed(0)} / ${median(s.map((x) => x.cpuMs)).toFixed(0)} ms`;
       const label = command === 'version' ? 'version (kubectl: version --client)' : command;
       console.log(`| ${size} | ${label} | ${samples.map(cell).join(' | ')} | ${loadavg()} |`);
+      if (INSTRUCTIONS > 0) {
+        const counts: number[][] = BUILDS.map(() => []);
+        for (let i = 0; i < INSTRUCTIONS; i++) {
+          for (const [j, r] of runs.slice(1).entries()) {
+            r.prepare();
+            counts[j]!.push(await instructions(r.cmd, r.args, r.env));
+          }
+        }
+        console.log(`| ${size} | ${label}: instructions (millions, median of ${INSTRUCTIONS}) | | ${counts.map((c) => median(c).toFixed(0)).join(' | ')} | ${loadavg()} |`);
+      }
     }
   }
 } finally {
