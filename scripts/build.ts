@@ -2,6 +2,7 @@
 // instead of hundreds of modules. dist/plugin/ is what krew ships and what the end-to-end tests run
 // through kubectl; dist/agent/ and dist/controller/ are what the images copy.
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { builtinModules } from 'node:module';
 import { build, type Plugin } from 'esbuild';
 import { REPO_ROOT } from './lib/paths.ts';
 
@@ -15,11 +16,34 @@ const packageVersionOnly: Plugin = {
   },
 };
 
+// A Node builtin imported as an ES module gets a facade that first evaluates every lazy export of it
+// (node:fs's promises with readline, node:util's diff and worker_threads, …): ~18 M instructions of each
+// plugin start went to four such imports (docs/adr/0027). Here each builtin is a module of its own whose
+// exports read the builtin's properties (pure, so esbuild drops those no one imports): only the exports
+// the plugin uses are evaluated, as in the single executable's CommonJS build.
+const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+const builtinsAsValues: Plugin = {
+  name: 'builtins-as-values',
+  setup(b) {
+    // require() of a builtin (CommonJS dependencies) gets a module of its own: shared with the imports,
+    // it would keep all of their exports.
+    b.onResolve({ filter: /^[a-z_:/]+$/ }, (args) =>
+      builtins.has(args.path) ? { path: args.path.replace(/^(node:)?/, 'node:'), namespace: args.kind === 'require-call' ? 'builtin-required' : 'builtin' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'builtin-required' }, (args) => ({ contents: `module.exports = process.getBuiltinModule(${JSON.stringify(args.path)});`, loader: 'js' }));
+    b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => {
+      const names = Object.keys(process.getBuiltinModule(args.path) as object).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k) && k !== 'default');
+      const lines = names.map((k) => `export const ${k} = /* @__PURE__ */ (() => m.${k})();`);
+      return { contents: `const m = process.getBuiltinModule(${JSON.stringify(args.path)});\nexport default m;\n${lines.join('\n')}\n`, loader: 'js' };
+    });
+  },
+};
+
 const programs = [
   // The plugin's launcher enables the compile cache, then imports its main chunk: hence splitting.
-  { entry: 'plugin/launch.ts', dir: 'dist/plugin', name: 'kubectl-nodedisks', splitting: true },
-  { entry: 'agent/main.ts', dir: 'dist/agent', name: 'node-disks-agent', splitting: false },
-  { entry: 'controller/main.ts', dir: 'dist/controller', name: 'node-disks-operator', splitting: false },
+  { entry: 'plugin/launch.ts', dir: 'dist/plugin', name: 'kubectl-nodedisks', splitting: true, plugins: [builtinsAsValues] },
+  { entry: 'agent/main.ts', dir: 'dist/agent', name: 'node-disks-agent', splitting: false, plugins: [] },
+  { entry: 'controller/main.ts', dir: 'dist/controller', name: 'node-disks-operator', splitting: false, plugins: [] },
 ];
 
 for (const p of programs) {
@@ -40,7 +64,7 @@ for (const p of programs) {
     metafile: true,
     // Some dependencies are CommonJS and call require(); give the ESM bundle one.
     banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-    plugins: [packageVersionOnly],
+    plugins: [packageVersionOnly, ...p.plugins],
     logLevel: 'warning',
   });
   const js = Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.mjs'));

@@ -18,6 +18,7 @@ import { parseArgs, promisify } from 'node:util';
 import { build } from 'esbuild';
 import { dump } from 'js-yaml';
 import { cacheRoot, REPO_ROOT } from './lib/paths.ts';
+import { PLUGIN_ASSET } from '../plugin/code-cache.ts';
 import pkg from '../package.json' with { type: 'json' };
 
 const run = promisify(execFile);
@@ -192,22 +193,47 @@ async function stageExtras(p: Platform, stage: string, log: (line: string) => vo
 }
 
 async function seaBlob(work: string): Promise<string> {
-  const main = join(work, 'kubectl-nodedisks.cjs');
-  await build({
+  // The plugin code: a CommonJS bundle, wrapped in a function that plugin/sea-main.ts compiles with a
+  // code cache made on the user's machine (docs/adr/0027). It is an asset of the executable, not its main
+  // script, because Node compiles the main script itself, without a cache.
+  const bundled = await build({
     entryPoints: [join(REPO_ROOT, 'plugin/main.ts')],
-    outfile: main,
+    write: false,
+    outfile: join(work, PLUGIN_ASSET),
     bundle: true,
     platform: 'node',
     format: 'cjs',
     target: 'node24',
     minify: true,
     legalComments: 'none',
+    charset: 'ascii',
     logLevel: 'warning',
   });
-  // No code cache or snapshot: those are specific to the building platform's Node, and this blob goes
-  // into four different ones. Relative paths, because the blob records the main script's path and the
-  // archives must not depend on where they were built.
-  await writeFile(join(work, 'sea-config.json'), JSON.stringify({ main: 'kubectl-nodedisks.cjs', output: 'sea-prep.blob', disableExperimentalSEAWarning: true, useCodeCache: false, useSnapshot: false }));
+  const body = bundled.outputFiles[0]!.text.replace(/^#!.*\n/, '');
+  // A code cache is checked against the source's length only: the cache file is named by this sha256.
+  const plugin = `(function (exports, require, module, __filename, __dirname) {${body}\n})`;
+  if (/[^\x00-\x7f]/.test(plugin)) throw new Error('the plugin bundle is not ASCII: plugin/sea-main.ts decodes it as latin1');
+  await writeFile(join(work, PLUGIN_ASSET), plugin);
+  await build({
+    entryPoints: [join(REPO_ROOT, 'plugin/sea-main.ts')],
+    outfile: join(work, 'sea-main.cjs'),
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node24',
+    minify: true,
+    legalComments: 'none',
+    define: { PLUGIN_SHA256: JSON.stringify(createHash('sha256').update(plugin).digest('hex')) },
+    logLevel: 'warning',
+  });
+  // No code cache or snapshot in the blob: those are specific to the building platform's Node (this blob
+  // goes into five), and useCodeCache's is also rejected, with a warning, under a V8 flag in NODE_OPTIONS.
+  // Relative paths, because the blob records the main script's path and the archives must not depend on
+  // where they were built.
+  await writeFile(
+    join(work, 'sea-config.json'),
+    JSON.stringify({ main: 'sea-main.cjs', output: 'sea-prep.blob', disableExperimentalSEAWarning: true, useCodeCache: false, useSnapshot: false, assets: { [PLUGIN_ASSET]: PLUGIN_ASSET } }),
+  );
   await run(process.execPath, ['--experimental-sea-config', 'sea-config.json'], { cwd: work });
   return join(work, 'sea-prep.blob');
 }
