@@ -17,13 +17,12 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { API_VERSION, FIELD_MANAGER, KIND, LABEL_DISK, LABEL_NODE } from '../api/constants.ts';
 import { NodeDiskClient } from '../api/client.ts';
-import { diskPath, nodeDiskName } from '../api/names.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { ControlPlane } from '../test/harness/controlplane.ts';
 import { REPO_ROOT } from '../scripts/lib/paths.ts';
+import { populateReported } from './lib/fleet.ts';
 
 const SIZES = (process.env.SIZES ?? '9,300').split(',').map(Number);
 const RUNS = Number(process.env.RUNS ?? 25);
@@ -72,20 +71,6 @@ function instructions(cmd: string, args: string[], env: NodeJS.ProcessEnv): Prom
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
-async function populate(client: NodeDiskClient, from: number, to: number): Promise<void> {
-  let next = from;
-  const worker = async () => {
-    for (let i = next++; i < to; i = next++) {
-      const node = `bench-node-${String(i % 200).padStart(3, '0')}`;
-      const disk = `disk${Math.floor(i / 200)}`;
-      const name = nodeDiskName(node, disk);
-      await client.create({ apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: { [LABEL_NODE]: node, [LABEL_DISK]: disk } }, spec: { nodeName: node, diskID: disk, path: diskPath('/var/lib/node-disks-manager/disks', disk) } }, { fieldManager: FIELD_MANAGER.agent });
-      await client.applyStatus({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: { phase: 'Available', capacityBytes: 67108864, lastSeenTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } }, { fieldManager: FIELD_MANAGER.agent });
-    }
-  };
-  await Promise.all(Array.from({ length: 16 }, worker));
-}
-
 const cp = await ControlPlane.start();
 try {
   const kubeconfig = cp.admin().kubeconfig;
@@ -104,7 +89,7 @@ try {
   console.log(`| --- | --- | --- | ${BUILDS.map(() => '---').join(' | ')} | --- |`);
   let created = 0;
   for (const [n, size] of SIZES.entries()) {
-    await populate(client, created, size);
+    await populateReported(client, created, size, 16);
     created = size;
     // `version` makes no API call: once is enough.
     for (const command of COMMANDS.filter((c) => n === 0 || c !== 'version')) {

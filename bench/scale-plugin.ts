@@ -14,13 +14,12 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { API_VERSION, FIELD_MANAGER, KIND, LABEL_DISK, LABEL_NODE } from '../api/constants.ts';
 import { NodeDiskClient } from '../api/client.ts';
-import { diskPath, nodeDiskName } from '../api/names.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { ControlPlane } from '../test/harness/controlplane.ts';
 import { REPO_ROOT } from '../scripts/lib/paths.ts';
+import { populateReported } from './lib/fleet.ts';
 
 // SCALE_N may list several sizes (10000,50000): one population grows through all of them.
 const SIZES = [...new Set([9, 300, ...(process.env.SCALE_N ?? '1000').split(',').map(Number)])].sort((a, b) => a - b);
@@ -54,21 +53,6 @@ function measure(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<S
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const summary = (s: Sample[]) => ({ wallMs: median(s.map((x) => x.wallMs)), cpuMs: median(s.map((x) => x.cpuMs)), rssMiB: Math.max(...s.map((x) => x.rssMiB)) });
 
-/** Creates NodeDisks `from`…`to - 1` with a status, disk i on node i mod 200, 32 requests in flight. */
-async function populate(client: NodeDiskClient, from: number, to: number): Promise<void> {
-  let next = from;
-  const worker = async () => {
-    for (let i = next++; i < to; i = next++) {
-      const node = `bench-node-${String(i % NODES).padStart(3, '0')}`;
-      const disk = `disk${Math.floor(i / NODES)}`;
-      const name = nodeDiskName(node, disk);
-      await client.create({ apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: { [LABEL_NODE]: node, [LABEL_DISK]: disk } }, spec: { nodeName: node, diskID: disk, path: diskPath('/var/lib/node-disks-manager/disks', disk) } }, { fieldManager: FIELD_MANAGER.agent });
-      await client.applyStatus({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: { phase: 'Available', capacityBytes: 67108864, lastSeenTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } }, { fieldManager: FIELD_MANAGER.agent });
-    }
-  };
-  await Promise.all(Array.from({ length: 32 }, worker));
-}
-
 const cp = await ControlPlane.start();
 try {
   const kubectl = cp.binaries.kubectl;
@@ -83,7 +67,7 @@ try {
   let created = 0;
   for (const size of SIZES) {
     const started = Date.now();
-    await populate(client, created, size);
+    await populateReported(client, created, size);
     created = size;
     if (size > 300) console.error(`populated ${size} NodeDisks in ${((Date.now() - started) / 1000).toFixed(0)} s`);
     const commands = [

@@ -2,7 +2,8 @@
 // API server's own view of the run (its request counts from /metrics, the CPU time of kube-apiserver and
 // etcd from /proc), so a figure of ours can be read next to what it cost the control plane.
 import { readFile } from 'node:fs/promises';
-import { FIELD_MANAGER, LABEL_AUTO_RESERVE, AUTO_RESERVE_VALUE } from '../../api/constants.ts';
+import { API_VERSION, FIELD_MANAGER, KIND, LABEL_AUTO_RESERVE, LABEL_DISK, LABEL_NODE, AUTO_RESERVE_VALUE } from '../../api/constants.ts';
+import { diskPath, nodeDiskName } from '../../api/names.ts';
 import { NodeDiskClient } from '../../api/client.ts';
 import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 import { readBody, RestClient } from '../../lib/kube/rest.ts';
@@ -48,6 +49,24 @@ export async function populateFleet(client: NodeDiskClient, o: FleetOptions): Pr
     }),
   );
   return (performance.now() - started) / 1000;
+}
+
+/**
+ * NodeDisks `from`..`to - 1` as the plugin benches list them: created and reported Available by the
+ * agent's field manager (disk i on node i mod 200), `concurrency` requests in flight.
+ */
+export async function populateReported(client: NodeDiskClient, from: number, to: number, concurrency = 32): Promise<void> {
+  let next = from;
+  const worker = async () => {
+    for (let i = next++; i < to; i = next++) {
+      const node = nodeOf(i);
+      const disk = `disk${Math.floor(i / 200)}`;
+      const name = nodeDiskName(node, disk);
+      await client.create({ apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: { [LABEL_NODE]: node, [LABEL_DISK]: disk } }, spec: { nodeName: node, diskID: disk, path: diskPath('/var/lib/node-disks-manager/disks', disk) } }, { fieldManager: FIELD_MANAGER.agent });
+      await client.applyStatus({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: { phase: 'Available', capacityBytes: 67108864, lastSeenTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } }, { fieldManager: FIELD_MANAGER.agent });
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
 /** The API server's /metrics text, read as admin. */
