@@ -9,7 +9,7 @@
 
 import { execFile } from 'node:child_process';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -82,7 +82,10 @@ export class ControlPlane {
   private nobodyToken = '';
   private readonly ownsDir: boolean;
   private apiserverArgs: string[] = [];
-  private readonly identities = new Map<string, Identity>();
+  /** An identity's promise settles once its kubeconfig is complete on disk, so a concurrent caller waits for
+   * the first caller's token and file instead of reading a file still being written or issuing another. */
+  private readonly identities = new Map<string, Promise<Identity>>();
+  private adminIdentity: Identity | undefined;
 
   private constructor(dir: string, ownsDir: boolean, binaries: ControlPlaneBinaries) {
     this.dir = dir;
@@ -191,7 +194,7 @@ export class ControlPlane {
     }
     this.apiserver.start(this.binaries.kubeApiserver, this.apiserverArgs);
     await this.waitFor(this.apiserver, 90_000, async () => (await this.getAsAdmin('/readyz').catch(() => 0)) === 200);
-    await this.persist(this.writeIdentity('admin', this.adminToken));
+    this.adminIdentity = await this.persist('admin', this.adminToken);
   }
 
   private async waitFor(proc: ServerProcess, timeoutMs: number, ready: () => Promise<boolean>): Promise<void> {
@@ -243,38 +246,47 @@ export class ControlPlane {
     }
   }
 
-  private writeIdentity(name: string, token: string): Identity {
+  /** The one identity called `name`: the first caller issues its token and writes its kubeconfig. */
+  private identity(name: string, token: () => Promise<string>): Promise<Identity> {
+    const known = this.identities.get(name);
+    if (known) return known;
+    const made = token().then((t) => this.persist(name, t));
+    this.identities.set(name, made);
+    // A failed attempt is not remembered: the next caller tries again.
+    made.catch(() => {
+      if (this.identities.get(name) === made) this.identities.delete(name);
+    });
+    return made;
+  }
+
+  private async persist(name: string, token: string): Promise<Identity> {
     // A node name may be longer than a file name may be: keep the file name short and still unique.
     const fileName = name.length <= 100 ? name : `${name.slice(0, 80)}-${createHash('sha256').update(name).digest('hex').slice(0, 12)}`;
     const kubeconfig = join(this.dir, `kubeconfig-${fileName}.yaml`);
-    const identity = { name, token, kubeconfig };
-    this.identities.set(name, identity);
-    return identity;
-  }
-
-  private async persist(identity: Identity): Promise<Identity> {
     const config = {
       apiVersion: 'v1',
       kind: 'Config',
       clusters: [{ name: 'nodedisks-test', cluster: { server: this.server, 'certificate-authority': this.caFile } }],
-      users: [{ name: identity.name, user: { token: identity.token } }],
-      contexts: [{ name: identity.name, context: { cluster: 'nodedisks-test', user: identity.name } }],
-      'current-context': identity.name,
+      users: [{ name, user: { token } }],
+      contexts: [{ name, context: { cluster: 'nodedisks-test', user: name } }],
+      'current-context': name,
     };
-    await writeFile(identity.kubeconfig, dump(config), { mode: 0o600 });
-    return identity;
+    // Written aside and renamed, so that nobody (kubectl in another process, say) reads half a file.
+    const partial = `${kubeconfig}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    await writeFile(partial, dump(config), { mode: 0o600 });
+    await rename(partial, kubeconfig);
+    return { name, token, kubeconfig };
   }
 
   /** The cluster admin (system:masters). Its kubeconfig is written at start. */
   admin(): Identity {
-    const admin = this.identities.get('admin');
-    if (!admin) throw new Error('the control plane has not started');
-    return admin;
+    if (!this.adminIdentity) throw new Error('the control plane has not started');
+    return this.adminIdentity;
   }
 
   /** A user with no RBAC bindings at all. */
   async nobody(): Promise<Identity> {
-    return this.identities.get('nobody') ?? (await this.persist(this.writeIdentity('nobody', this.nobodyToken)));
+    return await this.identity('nobody', async () => this.nobodyToken);
   }
 
   /** A ServiceAccount token from the TokenRequest API, optionally bound to an object. */
@@ -298,19 +310,15 @@ export class ControlPlane {
 
   /** The controller's ServiceAccount identity. */
   async controller(): Promise<Identity> {
-    const existing = this.identities.get('controller');
-    if (existing) return existing;
-    return await this.persist(this.writeIdentity('controller', await this.serviceAccountToken('node-disks-operator')));
+    return await this.identity('controller', () => this.serviceAccountToken('node-disks-operator'));
   }
 
   /** Creates the Node object if needed and returns the agent identity bound to it. */
   async agent(nodeName: string): Promise<Identity> {
-    const key = `agent-${nodeName}`;
-    const existing = this.identities.get(key);
-    if (existing) return existing;
-    const node = await this.ensureNode(nodeName);
-    const token = await this.serviceAccountToken('node-disks-agent', { kind: 'Node', apiVersion: 'v1', name: nodeName, uid: node.uid });
-    return await this.persist(this.writeIdentity(key, token));
+    return await this.identity(`agent-${nodeName}`, async () => {
+      const node = await this.ensureNode(nodeName);
+      return await this.serviceAccountToken('node-disks-agent', { kind: 'Node', apiVersion: 'v1', name: nodeName, uid: node.uid });
+    });
   }
 
   /** A Node object (no kubelet runs; the object is what tokens bind to and what the demo lists). */

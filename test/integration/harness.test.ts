@@ -94,3 +94,30 @@ test('a port taken between being picked and being bound is picked again (etcd an
     holder.close();
   }
 });
+
+test('concurrent callers of an identity all get a complete kubeconfig, and one token', async (t) => {
+  const cp = await ControlPlane.start();
+  try {
+    const { readFile } = await import('node:fs/promises');
+    const { load } = await import('js-yaml');
+    // Each caller reads its kubeconfig the moment its promise settles, as a test using it would.
+    const read = async (p: Promise<{ kubeconfig: string; token: string }>) => {
+      const id = await p;
+      return { token: id.token, text: await readFile(id.kubeconfig, 'utf8') };
+    };
+    const got = await Promise.all([
+      ...Array.from({ length: 4 }, () => read(cp.controller())),
+      ...Array.from({ length: 4 }, () => read(cp.agent('harness-node-a'))),
+      ...Array.from({ length: 4 }, () => read(cp.nobody())),
+    ]);
+    for (const { text } of got) {
+      const config = load(text) as { users?: { user?: { token?: string } }[] } | undefined;
+      t.truthy(config?.users?.[0]?.user?.token, `a kubeconfig was read before it was complete: ${JSON.stringify(text.slice(0, 80))}`);
+    }
+    for (const group of [got.slice(0, 4), got.slice(4, 8), got.slice(8)]) {
+      t.is(new Set(group.map((g) => g.token)).size, 1, 'one identity, one token');
+    }
+  } finally {
+    await cp.stop();
+  }
+});
