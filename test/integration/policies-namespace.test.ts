@@ -4,7 +4,7 @@
 // the ServiceAccounts in that namespace.
 import { join } from 'node:path';
 import test from 'ava';
-import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND } from '../../api/constants.ts';
+import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { KubectlError } from '../harness/controlplane.ts';
@@ -93,6 +93,7 @@ test('the controller writes its own fields, and is refused on a reservation of a
   const name = auto.metadata.name!;
   await agent.create(auto, { fieldManager: FIELD_MANAGER.agent });
   await agent.applyStatus({ ...meta(name), status: { node: { phase: 'Available', capacityBytes: 1 } } }, { fieldManager: FIELD_MANAGER.agent });
+  await nodeDisksFor(cp.admin()).mergePatch(name, { metadata: { labels: { [LABEL_AUTO_RESERVE]: 'true' } } }, { fieldManager: FIELD_MANAGER.plugin });
   const reserved = await controller.apply({ ...meta(name), spec: { desired: { state: 'Reserved', owner: 'auto' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });
   t.deepEqual(reserved.spec.desired, { state: 'Reserved', owner: 'auto' });
   await controller.applyStatus({ ...meta(name), status: { controller: { accepted: true, observedGeneration: 2 } } }, { fieldManager: FIELD_MANAGER.controller });

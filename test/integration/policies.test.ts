@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import test from 'ava';
-import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../../api/constants.ts';
+import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../../api/constants.ts';
 import { labelValue } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
@@ -172,12 +172,13 @@ test('the controller writes spec.desired and status.controller, never status.nod
   await agent.create(d, { fieldManager: FIELD_MANAGER.agent });
   await agent.applyStatus({ ...meta(name), status: { node: { phase: 'Available', capacityBytes: 5 } } }, { fieldManager: FIELD_MANAGER.agent });
   const controller = nodeDisksFor(await cp.controller());
+  await nodeDisksFor(cp.admin()).mergePatch(name, { metadata: { labels: { [LABEL_AUTO_RESERVE]: 'true' } } }, { fieldManager: FIELD_MANAGER.plugin });
   await controller.apply({ ...meta(name), spec: { desired: { state: 'Reserved', owner: 'auto' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });
   await controller.applyStatus({ ...meta(name), status: { controller: { accepted: true, observedGeneration: 2 } } }, { fieldManager: FIELD_MANAGER.controller });
 
   const node = await denied(t, controller.applyStatus({ ...meta(name), status: { node: { phase: 'Reserved' } } }, { fieldManager: FIELD_MANAGER.controller, force: true }));
   t.regex(node.message, /the controller may not change status\.node; only the node agent reports what is on disk/);
-  const labels = await denied(t, controller.apply({ ...meta(name), metadata: { name, labels: { 'localtest.example.com/auto-reserve': 'true' } } }, { fieldManager: FIELD_MANAGER.controller }));
+  const labels = await denied(t, controller.apply({ ...meta(name), metadata: { name, labels: { 'localtest.example.com/auto-reserve': 'false' } } }, { fieldManager: FIELD_MANAGER.controller, force: true }));
   t.regex(labels.message, /the controller may not change labels/);
   const create = await denied(t, controller.create(newNodeDisk('node-f', 'disk2'), { fieldManager: FIELD_MANAGER.controller }));
   t.is(create.statusCode, 403, 'RBAC: the controller has no create');
@@ -223,13 +224,21 @@ test("the controller's token cannot release or re-own a reservation of another o
   const st = await controller.applyStatus({ ...meta(name), status: { observedGeneration: after.metadata.generation, conditions: [accepted], controller: { accepted: false, observedGeneration: after.metadata.generation } } }, { fieldManager: FIELD_MANAGER.controller });
   t.is(st.status?.conditions?.[0]?.reason, 'ReservedByOther');
 
-  // On a free disk: it reserves for owner auto and releases that, and reserves for nobody else.
+  // On a free disk: it reserves for owner auto as the label asks, and releases that when the label goes;
+  // it reserves for nobody else, and not against the label.
   const free = newNodeDisk('node-own', 'disk2');
+  const freeName = free.metadata.name!;
   await agent.create(free, { fieldManager: FIELD_MANAGER.agent });
-  const forOther = await denied(t, controller.apply({ ...meta(free.metadata.name!), spec: { desired: { state: 'Reserved', owner: 'team-db' } } }, asController));
+  const unasked = await denied(t, controller.apply({ ...meta(freeName), spec: { desired: { state: 'Reserved', owner: 'auto' } } }, asController));
+  t.regex(unasked.message, /not from Available to Reserved for owner auto: it reserves for owner auto only while the label localtest\.example\.com\/auto-reserve is "true"/);
+  await admin.mergePatch(freeName, { metadata: { labels: { [LABEL_AUTO_RESERVE]: 'true' } } }, { fieldManager: FIELD_MANAGER.plugin });
+  const forOther = await denied(t, controller.apply({ ...meta(freeName), spec: { desired: { state: 'Reserved', owner: 'team-db' } } }, asController));
   t.regex(forOther.message, /not from Available to Reserved for owner team-db/);
-  t.deepEqual((await controller.apply({ ...meta(free.metadata.name!), spec: { desired: { state: 'Reserved', owner: 'auto' } } }, asController)).spec.desired, { state: 'Reserved', owner: 'auto' });
-  t.deepEqual((await controller.apply({ ...meta(free.metadata.name!), spec: { desired: { state: 'Available' } } }, asController)).spec.desired, { state: 'Available' });
+  t.deepEqual((await controller.apply({ ...meta(freeName), spec: { desired: { state: 'Reserved', owner: 'auto' } } }, asController)).spec.desired, { state: 'Reserved', owner: 'auto' });
+  const early = await denied(t, controller.apply({ ...meta(freeName), spec: { desired: { state: 'Available' } } }, asController));
+  t.regex(early.message, /not from Reserved for owner auto to Available: it releases a reservation of owner auto only when the label localtest\.example\.com\/auto-reserve is not "true"/);
+  await admin.mergePatch(freeName, { metadata: { labels: { [LABEL_AUTO_RESERVE]: null } } }, { fieldManager: FIELD_MANAGER.plugin });
+  t.deepEqual((await controller.apply({ ...meta(freeName), spec: { desired: { state: 'Available' } } }, asController)).spec.desired, { state: 'Available' });
 });
 
 // What an agent creates is tied to its spec: people select disks by the labels and consumers use spec.path.
