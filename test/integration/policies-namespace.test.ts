@@ -2,12 +2,18 @@
 // real kustomize output of an overlay of kustomize/default with `namespace: storage-team` (kustomize moves
 // the ServiceAccounts and their bindings, and rewrites no CEL), and the programs' identities are tokens of
 // the ServiceAccounts in that namespace.
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { nodeDiskName } from '../../api/names.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { KubectlError } from '../harness/controlplane.ts';
+import { seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
+import { eventually } from '../harness/wait.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
 import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
@@ -106,4 +112,39 @@ test('the controller writes its own fields, and is refused on a reservation of a
   const release = await denied(t, controller.apply({ ...meta(manual.metadata.name!), spec: { desired: { state: 'Available', owner: '' } } }, { fieldManager: FIELD_MANAGER.controller, force: true }));
   t.regex(release.message, /the controller may move spec\.desired only between Available and Reserved for owner auto/);
   t.is((await nodeDisksFor(cp.admin()).get(manual.metadata.name!)).spec.desired?.owner, 'team-db');
+});
+
+test('the real agent and controller work with the tokens of storage-team: discovery, auto-reserve and release', async (t) => {
+  const cp = controlPlane();
+  const work = await mkdtemp(join(tmpdir(), 'nodedisks-ns-'));
+  const programs: Program[] = [];
+  t.teardown(async () => {
+    await Promise.all(programs.map((p) => p.stop()));
+    await rm(work, { recursive: true, force: true });
+  });
+  const node = 'ns-node-real';
+  const disks = join(work, 'disks');
+  await seedDisks(disks, 2, 1024 * 1024);
+  // In a cluster POD_NAMESPACE says where the Leases live; here the flags do.
+  programs.push(await startAgent(cp, { node, diskDir: disks, logDir: join(work, 'logs'), rescanInterval: '1s', extraArgs: [`--lease-namespace=${NAMESPACE}`] }));
+  programs.push(await startController(cp, { logDir: join(work, 'logs'), extraArgs: ['--leader-elect=false', `--agent-lease-namespace=${NAMESPACE}`] }));
+  const admin = nodeDisksFor(cp.admin());
+  const name = nodeDiskName(node, 'disk1');
+  const ready = (nd: { status?: { conditions?: { type: string; status: string }[] } }) => nd.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  await eventually('both disks reported and Ready', async () => {
+    const items = (await admin.list()).items.filter((nd) => nd.spec.nodeName === node);
+    return items.length === 2 && items.every((nd) => nd.status?.node?.phase === 'Available' && ready(nd)) ? items : undefined;
+  });
+  await eventually('its heartbeat Lease in storage-team', () => restFor(cp.admin()).request('GET', `${LEASES}/node-disks-agent-${node}`));
+  await admin.mergePatch(name, { metadata: { labels: { [LABEL_AUTO_RESERVE]: 'true' } } }, { fieldManager: FIELD_MANAGER.plugin });
+  await eventually('reserved for auto, marker written', async () => {
+    const nd = await admin.get(name);
+    return nd.spec.desired?.owner === 'auto' && nd.status?.node?.phase === 'Reserved' && ready(nd) && existsSync(join(disks, 'disk1.img.reserved')) ? nd : undefined;
+  });
+  await admin.mergePatch(name, { metadata: { labels: { [LABEL_AUTO_RESERVE]: null } } }, { fieldManager: FIELD_MANAGER.plugin });
+  const released = await eventually('released, marker gone', async () => {
+    const nd = await admin.get(name);
+    return nd.spec.desired?.state === 'Available' && nd.status?.node?.phase === 'Available' && !existsSync(join(disks, 'disk1.img.reserved')) ? nd : undefined;
+  });
+  t.is(released.spec.desired?.owner, undefined);
 });
