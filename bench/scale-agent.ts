@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeDiskClient } from '../api/client.ts';
+import { DEFAULT_DISK_DIR } from '../api/constants.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { REPO_ROOT } from '../scripts/lib/paths.ts';
@@ -51,7 +52,7 @@ try {
   const client = new NodeDiskClient(new RestClient(loadKubeConfig({ kubeconfig: cp.admin().kubeconfig })));
   const t0 = performance.now();
   agent = new Program('agent', join(work, 'agent.log'), BUNDLE, []);
-  agent.start(process.execPath, [...NODE_FLAGS, BUNDLE, `--kubeconfig=${identity.kubeconfig}`, `--node-name=${node}`, `--disk-dir=${diskDir}`, '--http-address=127.0.0.1:0', ...EXTRA]);
+  agent.start(process.execPath, [...NODE_FLAGS, BUNDLE, `--kubeconfig=${identity.kubeconfig}`, `--node-name=${node}`, `--disk-dir=${diskDir}`, `--host-disk-dir=${DEFAULT_DISK_DIR}`, '--http-address=127.0.0.1:0', ...EXTRA]);
   const available = async () => {
     let n = 0;
     for await (const page of client.listPages({ fieldSelector: `spec.nodeName=${node},status.node.phase=Available` })) n += page.items.length;

@@ -2,8 +2,8 @@
 // ports, RBAC on, with the identities the programs have in production:
 //   admin       static token, group system:masters
 //   nobody      static token, no bindings at all
-//   controller  a token of ServiceAccount node-disks-system/node-disks-operator (TokenRequest)
-//   agent(node) a token of ServiceAccount node-disks-system/node-disks-agent bound to a Node object,
+//   controller  a token of ServiceAccount <namespace>/node-disks-operator (TokenRequest)
+//   agent(node) a token of ServiceAccount <namespace>/node-disks-agent bound to a Node object,
 //               so it carries authentication.kubernetes.io/node-name like a projected token on that node
 // Each identity gets its own kubeconfig file; kubectl and @kubernetes/client-node use them as they are.
 
@@ -34,6 +34,13 @@ export interface StartOptions {
   dir?: string;
   /** Install kustomize/crd, the namespace and kustomize/rbac after start (default true). */
   install?: boolean;
+  /**
+   * Install this kustomization (a directory, for example an overlay of kustomize/default) instead of
+   * kustomize/{crd,namespace,rbac,policies}; with `namespace` when it installs into another namespace.
+   */
+  kustomization?: string;
+  /** The namespace the install's ServiceAccounts live in, where tokens are requested (default node-disks-system). */
+  namespace?: string;
   log?: (line: string) => void;
   /** Keep an audit log of every write (see auditedWrites), for tests that must know who wrote what, when. */
   auditWrites?: boolean;
@@ -76,6 +83,8 @@ export class ControlPlane {
   readonly binaries: ControlPlaneBinaries;
   readonly etcd: ServerProcess;
   readonly apiserver: ServerProcess;
+  /** The namespace of the install's ServiceAccounts (StartOptions.namespace). */
+  readonly namespace: string;
   server = '';
   caFile = '';
   private adminToken = '';
@@ -87,8 +96,12 @@ export class ControlPlane {
   private readonly identities = new Map<string, Promise<Identity>>();
   private adminIdentity: Identity | undefined;
 
-  private constructor(dir: string, ownsDir: boolean, binaries: ControlPlaneBinaries) {
+  private readonly kustomization: string | undefined;
+
+  private constructor(dir: string, ownsDir: boolean, binaries: ControlPlaneBinaries, namespace: string, kustomization: string | undefined) {
     this.dir = dir;
+    this.namespace = namespace;
+    this.kustomization = kustomization;
     this.ownsDir = ownsDir;
     this.binaries = binaries;
     this.etcd = new ServerProcess('etcd', join(dir, 'etcd.log'));
@@ -99,7 +112,7 @@ export class ControlPlane {
     const binaries = await ensureBinaries(opts.log);
     const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'nodedisks-cp-')));
     await mkdir(dir, { recursive: true });
-    const cp = new ControlPlane(dir, opts.dir === undefined, binaries);
+    const cp = new ControlPlane(dir, opts.dir === undefined, binaries, opts.namespace ?? SYSTEM_NAMESPACE, opts.kustomization);
     try {
       await cp.boot(opts.auditWrites === true, opts.pickPort ?? freePort);
       if (opts.install !== false) await cp.installBase();
@@ -226,10 +239,14 @@ export class ControlPlane {
     });
   }
 
-  /** Installs the CRD, the namespace, RBAC and the admission policies from kustomize/ with the real kubectl, as a user would. */
+  /**
+   * Installs the CRD, the namespace, RBAC and the admission policies from kustomize/ (or the kustomization
+   * of StartOptions) with the real kubectl, as a user would.
+   */
   async installBase(): Promise<void> {
-    for (const dir of ['crd', 'namespace', 'rbac', 'policies']) {
-      await this.kubectl(this.admin(), ['apply', '--server-side', '-k', join(REPO_ROOT, 'kustomize', dir)]);
+    const dirs = this.kustomization !== undefined ? [this.kustomization] : ['crd', 'namespace', 'rbac', 'policies'].map((d) => join(REPO_ROOT, 'kustomize', d));
+    for (const dir of dirs) {
+      await this.kubectl(this.admin(), ['apply', '--server-side', '-k', dir]);
     }
     await this.kubectl(this.admin(), ['wait', '--for=condition=Established', '--timeout=60s', 'crd/nodedisks.localtest.example.com']);
     // Established comes before the resource's storage is serving ("storage is (re)initializing", 429):
@@ -299,7 +316,7 @@ export class ControlPlane {
     const out = await this.kubectl(this.admin(), [
       'create',
       '--raw',
-      `/api/v1/namespaces/${SYSTEM_NAMESPACE}/serviceaccounts/${sa}/token`,
+      `/api/v1/namespaces/${this.namespace}/serviceaccounts/${sa}/token`,
       '-f',
       '-',
     ], JSON.stringify(body));

@@ -2,6 +2,7 @@
 // identity (kubeconfig), as they run in a cluster. Used by the flow tests and by the demo (`npm start`).
 import { mkdir, open, readFile, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DEFAULT_DISK_DIR } from '../../api/constants.ts';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { ServerProcess } from './process.ts';
 import type { ControlPlane } from './controlplane.ts';
@@ -59,7 +60,14 @@ export async function seedDisks(diskDir: string, count: number, sizeBytes: numbe
 
 export interface AgentLaunch {
   node: string;
+  /** The directory the agent scans: this machine's stand-in for the node's disk dir. */
   diskDir: string;
+  /**
+   * The node's disk dir as the install configures it, written to spec.path (--host-disk-dir). The
+   * admission policy admits only NodeDisks in the install's disk dir, as the DaemonSet mounts it: by default
+   * DEFAULT_DISK_DIR, which the policies of kustomize/ name.
+   */
+  hostDiskDir?: string;
   logDir: string;
   heartbeat?: string;
   rescanInterval?: string;
@@ -73,6 +81,7 @@ export async function startAgent(cp: ControlPlane, o: AgentLaunch): Promise<Prog
     `--kubeconfig=${identity.kubeconfig}`,
     `--node-name=${o.node}`,
     `--disk-dir=${o.diskDir}`,
+    `--host-disk-dir=${o.hostDiskDir ?? DEFAULT_DISK_DIR}`,
     '--http-address=127.0.0.1:0',
     `--heartbeat=${o.heartbeat ?? '60s'}`,
     `--rescan-interval=${o.rescanInterval ?? '60s'}`,

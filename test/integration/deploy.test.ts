@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { load, loadAll } from 'js-yaml';
+import { DEFAULT_DISK_DIR } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import { runKubectl } from '../harness/controlplane.ts';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
@@ -95,7 +96,7 @@ test.serial('the bundles the images copy start and do their job', async (t) => {
     const agentId = await cp.agent(node);
     const controllerId = await cp.controller();
     const agent = new Program('agent-bundle', join(work, 'agent.log'), join(REPO_ROOT, 'dist/agent/node-disks-agent.mjs'), [
-      `--kubeconfig=${agentId.kubeconfig}`, `--node-name=${node}`, `--disk-dir=${join(work, 'disks')}`, '--http-address=127.0.0.1:0',
+      `--kubeconfig=${agentId.kubeconfig}`, `--node-name=${node}`, `--disk-dir=${join(work, 'disks')}`, `--host-disk-dir=${DEFAULT_DISK_DIR}`, '--http-address=127.0.0.1:0',
     ]).launch();
     const controller = new Program('controller-bundle', join(work, 'controller.log'), join(REPO_ROOT, 'dist/controller/node-disks-operator.mjs'), [
       `--kubeconfig=${controllerId.kubeconfig}`, '--http-address=127.0.0.1:0', '--identity=bundle', '--leader-elect=false',

@@ -1,6 +1,6 @@
 // The identities the programs have in production, each through its own kubeconfig, with RBAC on.
 import test from 'ava';
-import { FIELD_MANAGER, FINALIZER } from '../../api/constants.ts';
+import { FIELD_MANAGER, FINALIZER, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import type { RestClient } from '../../lib/kube/rest.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
@@ -68,6 +68,8 @@ test('RBAC lets the controller patch spec and status but not create NodeDisks', 
   const cp = controlPlane();
   const d = newNodeDisk('node-id-c', 'disk1');
   await nodeDisksFor(cp.admin()).create(d, { fieldManager: FIELD_MANAGER.agent });
+  // The controller reserves for owner auto as the label asks (its admission policy holds it to that).
+  await nodeDisksFor(cp.admin()).mergePatch(d.metadata.name!, { metadata: { labels: { [LABEL_AUTO_RESERVE]: 'true' } } }, { fieldManager: FIELD_MANAGER.plugin });
   const controller = nodeDisksFor(await cp.controller());
   const meta = { apiVersion: d.apiVersion, kind: d.kind, metadata: { name: d.metadata.name! } } as const;
   const applied = await controller.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: 'auto' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });

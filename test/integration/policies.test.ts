@@ -4,7 +4,9 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import test from 'ava';
-import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, RECOVERED_OWNER } from '../../api/constants.ts';
+import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../../api/constants.ts';
+import { labelValue } from '../../api/names.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
@@ -170,15 +172,124 @@ test('the controller writes spec.desired and status.controller, never status.nod
   await agent.create(d, { fieldManager: FIELD_MANAGER.agent });
   await agent.applyStatus({ ...meta(name), status: { node: { phase: 'Available', capacityBytes: 5 } } }, { fieldManager: FIELD_MANAGER.agent });
   const controller = nodeDisksFor(await cp.controller());
+  await nodeDisksFor(cp.admin()).mergePatch(name, { metadata: { labels: { [LABEL_AUTO_RESERVE]: 'true' } } }, { fieldManager: FIELD_MANAGER.plugin });
   await controller.apply({ ...meta(name), spec: { desired: { state: 'Reserved', owner: 'auto' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });
   await controller.applyStatus({ ...meta(name), status: { controller: { accepted: true, observedGeneration: 2 } } }, { fieldManager: FIELD_MANAGER.controller });
 
   const node = await denied(t, controller.applyStatus({ ...meta(name), status: { node: { phase: 'Reserved' } } }, { fieldManager: FIELD_MANAGER.controller, force: true }));
   t.regex(node.message, /the controller may not change status\.node; only the node agent reports what is on disk/);
-  const labels = await denied(t, controller.apply({ ...meta(name), metadata: { name, labels: { 'localtest.example.com/auto-reserve': 'true' } } }, { fieldManager: FIELD_MANAGER.controller }));
+  const labels = await denied(t, controller.apply({ ...meta(name), metadata: { name, labels: { 'localtest.example.com/auto-reserve': 'false' } } }, { fieldManager: FIELD_MANAGER.controller, force: true }));
   t.regex(labels.message, /the controller may not change labels/);
   const create = await denied(t, controller.create(newNodeDisk('node-f', 'disk2'), { fieldManager: FIELD_MANAGER.controller }));
   t.is(create.statusCode, 403, 'RBAC: the controller has no create');
+});
+
+// The label policy's boundary, at the API server: a buggy or compromised controller cannot drop a person's disk.
+test("the controller's token cannot release or re-own a reservation of another owner, nor change finalizers, annotations or ownerReferences", async (t) => {
+  const cp = controlPlane();
+  const agent = nodeDisksFor(await cp.agent('node-own'));
+  const d = newNodeDisk('node-own', 'disk1');
+  const name = d.metadata.name!;
+  await agent.create(d, { fieldManager: FIELD_MANAGER.agent });
+  await agent.mergePatch(name, { metadata: { finalizers: [FINALIZER] } }, { fieldManager: FIELD_MANAGER.agent });
+  const admin = nodeDisksFor(cp.admin());
+  await admin.apply({ ...meta(name), spec: { desired: { state: 'Reserved', owner: 'team-db' } } }, { fieldManager: FIELD_MANAGER.plugin, force: true });
+  const controller = nodeDisksFor(await cp.controller());
+  const asController = { fieldManager: FIELD_MANAGER.controller, force: true } as const;
+
+  // Forced, and taking spec.desired.owner over too (the person's field manager owns it).
+  const release = await denied(t, controller.apply({ ...meta(name), spec: { desired: { state: 'Available', owner: '' } } }, asController));
+  t.is(release.statusCode, 403);
+  t.regex(release.message, /ValidatingAdmissionPolicy 'nodedisks-controller\.localtest\.example\.com'.*the controller may move spec\.desired only between Available and Reserved for owner auto \(the label policy\), not from Reserved for owner team-db to Available: a reservation of another owner is released or handed over by people only/);
+  const releaseByPatch = await denied(t, controller.mergePatch(name, { spec: { desired: { state: 'Available', owner: null } } }, { fieldManager: FIELD_MANAGER.controller }));
+  t.regex(releaseByPatch.message, /not from Reserved for owner team-db to Available/);
+  const reown = await denied(t, controller.apply({ ...meta(name), spec: { desired: { state: 'Reserved', owner: 'auto' } } }, asController));
+  t.regex(reown.message, /not from Reserved for owner team-db to Reserved for owner auto: a reservation of another owner/);
+  const handOver = await denied(t, controller.apply({ ...meta(name), spec: { desired: { state: 'Reserved', owner: 'mallory' } } }, asController));
+  t.regex(handOver.message, /not from Reserved for owner team-db to Reserved for owner mallory/);
+  const strip = await denied(t, controller.mergePatch(name, { metadata: { finalizers: null } }, { fieldManager: FIELD_MANAGER.controller }));
+  t.regex(strip.message, /the controller may not change finalizers; the reservation protection belongs to the node agent/);
+  const annotate = await denied(t, controller.mergePatch(name, { metadata: { annotations: { 'example.com/x': 'y' } } }, { fieldManager: FIELD_MANAGER.controller }));
+  t.regex(annotate.message, /the controller may not change annotations/);
+  const { uid } = await cp.ensureNode('node-own');
+  const owned = await denied(t, controller.mergePatch(name, { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: 'node-own', uid }] } }, { fieldManager: FIELD_MANAGER.controller }));
+  t.regex(owned.message, /the controller may not change ownerReferences/);
+  const after = await admin.get(name);
+  t.deepEqual(after.spec.desired, { state: 'Reserved', owner: 'team-db' });
+  t.deepEqual(after.metadata.finalizers, [FINALIZER]);
+  t.is(after.metadata.annotations, undefined);
+
+  // Its own part of status on that disk stays its own: Accepted says why the label had no effect.
+  const accepted = { type: 'Accepted', status: 'False', reason: 'ReservedByOther', message: 'reserved by team-db', lastTransitionTime: '2026-01-02T03:04:05Z', observedGeneration: after.metadata.generation } as const;
+  const st = await controller.applyStatus({ ...meta(name), status: { observedGeneration: after.metadata.generation, conditions: [accepted], controller: { accepted: false, observedGeneration: after.metadata.generation } } }, { fieldManager: FIELD_MANAGER.controller });
+  t.is(st.status?.conditions?.[0]?.reason, 'ReservedByOther');
+
+  // On a free disk: it reserves for owner auto as the label asks, and releases that when the label goes;
+  // it reserves for nobody else, and not against the label.
+  const free = newNodeDisk('node-own', 'disk2');
+  const freeName = free.metadata.name!;
+  await agent.create(free, { fieldManager: FIELD_MANAGER.agent });
+  const unasked = await denied(t, controller.apply({ ...meta(freeName), spec: { desired: { state: 'Reserved', owner: 'auto' } } }, asController));
+  t.regex(unasked.message, /not from Available to Reserved for owner auto: it reserves for owner auto only while the label localtest\.example\.com\/auto-reserve is "true"/);
+  await admin.mergePatch(freeName, { metadata: { labels: { [LABEL_AUTO_RESERVE]: 'true' } } }, { fieldManager: FIELD_MANAGER.plugin });
+  const forOther = await denied(t, controller.apply({ ...meta(freeName), spec: { desired: { state: 'Reserved', owner: 'team-db' } } }, asController));
+  t.regex(forOther.message, /not from Available to Reserved for owner team-db/);
+  t.deepEqual((await controller.apply({ ...meta(freeName), spec: { desired: { state: 'Reserved', owner: 'auto' } } }, asController)).spec.desired, { state: 'Reserved', owner: 'auto' });
+  const early = await denied(t, controller.apply({ ...meta(freeName), spec: { desired: { state: 'Available' } } }, asController));
+  t.regex(early.message, /not from Reserved for owner auto to Available: it releases a reservation of owner auto only when the label localtest\.example\.com\/auto-reserve is not "true"/);
+  await admin.mergePatch(freeName, { metadata: { labels: { [LABEL_AUTO_RESERVE]: null } } }, { fieldManager: FIELD_MANAGER.plugin });
+  t.deepEqual((await controller.apply({ ...meta(freeName), spec: { desired: { state: 'Available' } } }, asController)).spec.desired, { state: 'Available' });
+});
+
+// What an agent creates is tied to its spec: people select disks by the labels and consumers use spec.path.
+test('the agent creates only NodeDisks whose labels derive from spec, whose spec.path is in the disk dir, with no annotations or ownerReferences', async (t) => {
+  const agent = nodeDisksFor(await controlPlane().agent('node-cr'));
+  const attempt = async (what: string, edit: (d: NodeDisk & { metadata: { ownerReferences?: unknown[] } }) => void, message: RegExp) => {
+    const d = newNodeDisk('node-cr', 'disk1');
+    edit(d);
+    const err = await denied(t, agent.create(d, { fieldManager: FIELD_MANAGER.agent }));
+    t.is(err.statusCode, 403, what);
+    t.regex(err.message, message, what);
+  };
+  const labels = /the agent must label the NodeDisk it creates localtest\.example\.com\/node=node-cr and localtest\.example\.com\/disk=disk1 \(api\/names\.ts labelValue/;
+  await attempt('node label of another node', (d) => (d.metadata.labels![LABEL_NODE] = 'node-b'), labels);
+  await attempt('disk label of another disk', (d) => (d.metadata.labels![LABEL_DISK] = 'disk2'), labels);
+  await attempt('no labels', (d) => delete d.metadata.labels, labels);
+  const path = (p: string) => new RegExp(`spec\\.path must be /var/lib/node-disks-manager/disks/disk1\\.img, not ${p.replaceAll('.', '\\.')}`);
+  for (const p of ['/etc/disk1.img', '/var/lib/node-disks-manager/disks/sub/disk1.img', '/var/lib/node-disks-manager/disks-other/disk1.img', '/var/lib/node-disks-manager/disk1.img']) {
+    await attempt(p, (d) => (d.spec.path = p), path(p));
+  }
+  await attempt('an annotation', (d) => (d.metadata.annotations = { 'example.com/x': 'y' }), /the agent may create a NodeDisk with no annotations and no ownerReferences/);
+  const { uid } = await controlPlane().ensureNode('node-cr');
+  await attempt('an ownerReference', (d) => (d.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name: 'node-cr', uid }]), /no annotations and no ownerReferences/);
+  const ok = await agent.create(newNodeDisk('node-cr', 'disk1'), { fieldManager: FIELD_MANAGER.agent });
+  t.deepEqual(ok.metadata.labels, { [LABEL_NODE]: 'node-cr', [LABEL_DISK]: 'disk1' });
+});
+
+test('for names too long for a label value, the agent labels with the shortened value and a forged head is refused', async (t) => {
+  // 105 characters: a label value holds 63, so api/names.ts keeps a normalized head of it and a hash.
+  const node = `pool-${'a'.repeat(40)}.zone-${'b'.repeat(40)}.example.com`;
+  const agent = nodeDisksFor(await controlPlane().agent(node));
+  for (const disk of ['disk1', `Scratch_${'c'.repeat(70)}`, 'scratch_', 'v1.2']) {
+    const d = newNodeDisk(node, disk);
+    t.not(d.metadata.labels![LABEL_NODE], node);
+    const created = await agent.create(d, { fieldManager: FIELD_MANAGER.agent });
+    t.deepEqual(created.metadata.labels, { [LABEL_NODE]: labelValue(node), [LABEL_DISK]: labelValue(disk) }, disk);
+  }
+  t.regex(labelValue('scratch_'), /^scratch-[0-9a-f]{10}$/);
+  const forged = (labels: Record<string, string>) => {
+    const d = newNodeDisk(node, 'disk2');
+    d.metadata.labels = { ...d.metadata.labels, ...labels };
+    return agent.create(d, { fieldManager: FIELD_MANAGER.agent });
+  };
+  const other = labelValue(`pool-${'a'.repeat(40)}.zone-${'x'.repeat(40)}.example.com`);
+  const wanted = /the agent must label the NodeDisk it creates localtest\.example\.com\/node=pool-a+-zone-b+-<hash> and localtest\.example\.com\/disk=disk2/;
+  t.regex((await denied(t, forged({ [LABEL_NODE]: other }))).message, wanted);
+  t.regex((await denied(t, forged({ [LABEL_NODE]: labelValue(node).replace(/-[0-9a-f]{10}$/, '-not-a-hash') }))).message, wanted);
+  t.regex((await denied(t, forged({ [LABEL_NODE]: labelValue(node).slice(0, 40) }))).message, wanted);
+  const longDisk = newNodeDisk(node, `Scratch_${'d'.repeat(70)}`);
+  longDisk.metadata.labels![LABEL_DISK] = labelValue(`Scratch_${'e'.repeat(70)}`);
+  t.regex((await denied(t, agent.create(longDisk, { fieldManager: FIELD_MANAGER.agent }))).message, /localtest\.example\.com\/disk=scratch-d+-<hash>/);
 });
 
 // ADR 24: each agent renews one heartbeat Lease, its own node's; the controller reads them all.
