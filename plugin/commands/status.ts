@@ -36,7 +36,8 @@ async function heartbeatLeases(session: Session, namespace: string): Promise<Map
     try {
       page = await session.restClient().request('GET', leasesPath(namespace), { query: { labelSelector: `${LABEL_HEARTBEAT}=${HEARTBEAT_LABEL_VALUE}`, limit: '500', ...(cont ? { continue: cont } : {}) } });
     } catch (err) {
-      if (err instanceof ApiError && (err.statusCode === 401 || err.statusCode === 403)) return err;
+      // Forbidden, or no Lease API at all: the Leases cannot be read, which status says rather than guess.
+      if (err instanceof ApiError && (err.statusCode === 401 || err.statusCode === 403 || err.statusCode === 404)) return err;
       throw err;
     }
     for (const lease of page.items ?? []) {

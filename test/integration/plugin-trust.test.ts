@@ -93,6 +93,9 @@ test.serial('a status message with escape sequences reaches the terminal escaped
     t.is(ours.stdout, theirs.stdout, args.join(' '));
     t.notRegex(ours.stdout, /\x1b/, 'no ESC reaches the terminal');
   }
+  // -o jsonpath prints the value as it is, as kubectl does: a template is asked for data.
+  const jsonpath = ['-o', 'jsonpath={.status.node.message}'];
+  t.is((await nd('list', name, ...jsonpath)).stdout, (await kubectl(['get', 'nodedisks', name, ...jsonpath])).stdout);
   // -o json/yaml are data: escaped by the encoders themselves, as kubectl's.
   for (const o of ['json', 'yaml']) {
     const ours = await nd('list', name, '-o', o);
