@@ -5,8 +5,8 @@
 // sorted, no timestamps, so running it again makes no diff; other entries of the overlay are kept, and
 // existing files are edited in place (comments, order and quoting kept). Names the cluster does not have are
 // refused unless --offline (docs/adr/0022-yaml-that-keeps-the-text.md).
-import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, writeSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { CommandSpec } from '../args.ts';
 import { API_VERSION, KIND, LABEL_AUTO_RESERVE, MAX_NAME_LENGTH } from '../../api/constants.ts';
 import { DNS_SUBDOMAIN_PATTERN } from '../../api/names.ts';
@@ -85,6 +85,48 @@ function existingText(path: string): string | undefined {
   }
   if (!st.isFile()) throw usageError(`${path} is not a regular file; move it away or choose another --dir; nothing was written`);
   return readFileSync(path, 'utf8');
+}
+
+const inside = (base: string, path: string) => {
+  const rel = relative(base, path);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+};
+
+/**
+ * Refuses a --dir that the current directory (the checkout gitops is run in) leads out of through a
+ * symbolic link: a repository can hold links (git stores them), so `--dir clusters/prod` with
+ * `clusters -> /etc` would write there. A link that stays inside the current directory is fine, and so
+ * is a --dir outside it: that path is the one the user named, whatever links it takes.
+ */
+export function checkDirStaysInside(dir: string, cwd = process.cwd()): void {
+  const target = resolve(cwd, dir);
+  if (!inside(cwd, target)) return;
+  let realCwd: string;
+  try {
+    realCwd = realpathSync(cwd);
+  } catch {
+    return;
+  }
+  let at = cwd;
+  for (const part of relative(cwd, target).split(sep).filter(Boolean)) {
+    at = join(at, part);
+    let link: string;
+    try {
+      if (!lstatSync(at).isSymbolicLink()) continue;
+      link = readlinkSync(at);
+    } catch {
+      return; // the rest does not exist yet: mkdir makes plain directories
+    }
+    let real: string;
+    try {
+      real = realpathSync(at);
+    } catch {
+      real = resolve(at, '..', link);
+    }
+    if (!inside(realCwd, real)) {
+      throw usageError(`--dir ${dir}: ${at} is a symbolic link to ${link}, out of the current directory; gitops never follows a link out of the checkout it runs in: pass the real directory as --dir if that is where the overlay belongs; nothing was written`);
+    }
+  }
 }
 
 /** Every file of the overlay as it must be written, computed before anything is written. */
@@ -176,6 +218,7 @@ export const gitopsCommand: CommandSpec<GitopsArgs> = {
     // The owner the CRD (and reserve) accepts, or the sync would fail later in Argo CD or Flux.
     validateOwner(args.owner);
     if (!args.dir) throw usageError('gitops needs --dir: the overlay directory in your GitOps repository');
+    checkDirStaysInside(args.dir);
     // Every file is computed (and checked) before the cluster is asked and before anything is written.
     const plan = await planOverlay(args.dir, args.names, action, args.owner);
     if (!args.offline) {

@@ -103,7 +103,7 @@ export const statusCommand: CommandSpec<StatusArgs> = {
   name: 'status',
   summary: 'Explain disks: desired vs reported vs conditions; with no name, a summary per node',
   description:
-    'Explain NodeDisks in words: what is desired and who holds the reservation, what the node agent reports and when it last did, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing and failed disks, free and reserved capacity, and agents that stopped reporting.',
+    'Explain NodeDisks in words: what is desired and who holds the reservation, what the node agent reports and when it last did, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing and failed disks, free and reserved capacity, and agents that stopped reporting (judged by their heartbeat Leases, as the controller judges them).',
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
   flags: {
     ...SELECTION_FLAGS,

@@ -4,7 +4,7 @@
 // name kubectl refuses is refused; and `status` judges agents by their heartbeat Leases, as the controller
 // does, and says so when it may not read them.
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -220,4 +220,16 @@ test.serial('a bare exec command is looked up in PATH, and one found through a r
     t.true(existsSync(join(onPath, 'ran')), `${who} ran the one in PATH`);
     rmSync(join(onPath, 'ran'), { force: true });
   }
+});
+
+test.serial('gitops in a checkout whose --dir leads out of it through a link writes nothing there', async (t) => {
+  const repo = newDir('checkout');
+  const outside = newDir('outside');
+  mkdirSync(join(repo, 'clusters'));
+  symlinkSync(outside, join(repo, 'clusters', 'prod'));
+  const name = nodeDiskName('node-t5', 'disk1');
+  const r = await kubectl(['nodedisks', 'gitops', 'reserve', name, '--dir', 'clusters/prod/nodedisks', '--offline'], { cwd: repo });
+  t.is(r.code, 2, r.stderr);
+  t.regex(r.stderr, /^error: --dir clusters\/prod\/nodedisks: .*clusters\/prod is a symbolic link to .*, out of the current directory; gitops never follows a link out of the checkout/);
+  t.deepEqual(readdirSync(outside), [], 'nothing written through the link');
 });

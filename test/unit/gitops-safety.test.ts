@@ -10,6 +10,7 @@ import { MAX_OWNER_LENGTH, OWNER_PATTERN } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import { nodeDiskSchema } from '../../api/v1alpha1/schema.ts';
 import { run } from '../../plugin/cli.ts';
+import { checkDirStaysInside } from '../../plugin/commands/gitops.ts';
 import type { Io } from '../../plugin/context.ts';
 
 const NAME = nodeDiskName('node-s1', 'disk1');
@@ -99,4 +100,21 @@ test('reserve, gitops and the CRD check the owner against one pattern', (t) => {
   const owner = nodeDiskSchema.properties!.spec!.properties!.desired!.properties!.owner!;
   t.is(owner.pattern, `^$|${OWNER_PATTERN}`);
   t.is(owner.maxLength, MAX_OWNER_LENGTH);
+});
+
+test('a --dir the checkout leads out of through a link is refused; links that stay inside, and a --dir outside the checkout, are not', (t) => {
+  const { repo, outside } = checkout();
+  mkdirSync(join(repo, 'clusters'));
+  symlinkSync(outside, join(repo, 'clusters', 'prod'));
+  for (const dir of ['clusters/prod', 'clusters/prod/nodedisks', join(repo, 'clusters', 'prod', 'new', 'deeper')]) {
+    t.throws(() => checkDirStaysInside(dir, repo), { message: `--dir ${dir}: ${join(repo, 'clusters', 'prod')} is a symbolic link to ${outside}, out of the current directory; gitops never follows a link out of the checkout it runs in: pass the real directory as --dir if that is where the overlay belongs; nothing was written` }, dir);
+  }
+  symlinkSync('../../nowhere', join(repo, 'clusters', 'dangling-out'));
+  t.throws(() => checkDirStaysInside('clusters/dangling-out/x', repo), { message: /is a symbolic link to \.\.\/\.\.\/nowhere, out of the current directory/ }, 'a dangling link out of it too');
+  mkdirSync(join(repo, 'overlays', 'prod'), { recursive: true });
+  symlinkSync('prod', join(repo, 'overlays', 'current'));
+  t.notThrows(() => checkDirStaysInside('overlays/current', repo), 'a link inside the checkout');
+  t.notThrows(() => checkDirStaysInside('overlays/new/dir', repo), 'directories still to make');
+  t.notThrows(() => checkDirStaysInside(join(outside, 'x'), repo), 'outside the checkout: the path the user named');
+  t.notThrows(() => checkDirStaysInside(join(repo, 'overlays', 'prod'), repo), 'an absolute path inside the checkout, without links');
 });
