@@ -62,4 +62,6 @@ export const MAX_NAME_LENGTH = 253;
 export const MAX_LABEL_VALUE_LENGTH = 63;
 export const MAX_DISK_ID_LENGTH = 128;
 export const MAX_OWNER_LENGTH = 253;
+/** What the CRD accepts as spec.desired.owner (besides ''): what reserve and gitops check --owner against. */
+export const OWNER_PATTERN = '^[A-Za-z0-9]([-A-Za-z0-9_.:@/]*[A-Za-z0-9])?$';
 export const MAX_MESSAGE_LENGTH = 4096;

@@ -8,6 +8,7 @@ import { statusCommand } from './commands/status.ts';
 import { waitCommand } from './commands/wait.ts';
 import { Session, type GlobalFlags, type Io } from './context.ts';
 import { describeError, EXIT, ReportedError, usageError } from './errors.ts';
+import { escapeControl } from './escape.ts';
 import { versionLine } from './version.ts';
 
 const completionCommand: CommandSpec<{ shell?: string }> = {
@@ -86,7 +87,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return EXIT.ok;
   } catch (err) {
     const { message, exitCode } = describeError(err);
-    if (!(err instanceof ReportedError)) io.err(`error: ${message}\n`);
+    // A message may quote the server (or a kubeconfig, an exec plugin): its own lines are kept, its
+    // control characters are not passed to the terminal.
+    if (!(err instanceof ReportedError)) io.err(`error: ${escapeControl(message, true)}\n`);
     return exitCode;
   } finally {
     session?.close();

@@ -8,7 +8,7 @@
 //
 // Nothing here may fail the plugin or print: every error means "no cache", at worst a slower start.
 // Only node builtins are imported, so the single executable's entry that uses this stays small.
-import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join, posix, win32 } from 'node:path';
 
 /** The single executable's asset holding the plugin code (the CommonJS bundle of plugin/main.ts). */
@@ -89,17 +89,63 @@ export function shouldWrite(cache: CodeCache | undefined, accepted: boolean, com
   return !cache.commands.includes(command) && cache.commands.length < MAX_COMMANDS;
 }
 
+/** O_NOFOLLOW where the platform has it (not Windows): a link where the cache file should be is refused. */
+const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+
 /**
- * The cache in `file`, or undefined if there is none or it is not whole. The checksum is ours: V8 checks
+ * Why the directory `dir` may not hold a cache for the effective user `euid`, or undefined if it may. A
+ * code cache is code this process runs: loaded from a directory someone else can write (the user's own
+ * HOME under sudo, a shared or group-writable directory), it would let them run code as this user, as
+ * root under sudo; written there, it would leave files of ours in their directory. So, as OpenSSH's
+ * StrictModes judges ~/.ssh: the directory (its real path, links resolved) is this user's and nobody
+ * else may write it, and each directory above it is this user's or root's and writable by nobody else,
+ * unless sticky (/tmp: others can add entries but not rename or remove ours). Windows has no owner uids
+ * here (ACLs): no check there.
+ */
+export function untrustedDir(dir: string, euid: number | undefined = process.geteuid?.()): string | undefined {
+  if (euid === undefined) return undefined;
+  let real: string;
+  try {
+    real = realpathSync.native(dir);
+  } catch (err) {
+    return `cannot resolve ${dir}: ${(err as Error).message}`;
+  }
+  for (let p = real, first = true; ; first = false) {
+    let st;
+    try {
+      st = statSync(p);
+    } catch (err) {
+      return `cannot stat ${p}: ${(err as Error).message}`;
+    }
+    if (first && !st.isDirectory()) return `${p} is not a directory`;
+    if (first ? st.uid !== euid : st.uid !== euid && st.uid !== 0) return `${p} is owned by uid ${st.uid}, not by uid ${euid}${first ? '' : ' or root'}`;
+    if (st.mode & 0o022 && (first || !(st.mode & 0o1000))) return `${p} is writable by its group or others (mode ${(st.mode & 0o7777).toString(8)})`;
+    const up = dirname(p);
+    if (up === p) return undefined;
+    p = up;
+  }
+}
+
+/**
+ * The cache in `file`, or undefined if there is none, it is not whole, or it is not this user's alone (in
+ * a directory untrustedDir refuses, a link, a file others may write). The checksum is ours: V8 checks
  * a cache's header but not its payload (release builds skip V8's checksum), and a damaged payload that
  * V8 accepts crashes the process (seen: SIGTRAP, SIGSEGV), so a damaged file must never reach V8.
  */
-export function readCodeCache(file: string): CodeCache | undefined {
+export function readCodeCache(file: string, euid: number | undefined = process.geteuid?.()): CodeCache | undefined {
+  if (untrustedDir(dirname(file), euid) !== undefined) return undefined;
   let data: Buffer;
+  let fd: number | undefined;
   try {
-    data = readFileSync(file);
+    fd = openSync(file, constants.O_RDONLY | NOFOLLOW);
+    const st = fstatSync(fd);
+    if (!st.isFile() || (euid !== undefined && (st.uid !== euid || st.mode & 0o022))) return undefined;
+    data = Buffer.allocUnsafe(st.size);
+    for (let off = 0, n = 1; off < data.length && n > 0; off += n) n = readSync(fd, data, off, data.length - off, off);
   } catch {
     return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
   if (data.length <= LIST_FROM || !data.subarray(0, MAGIC.length).equals(MAGIC)) return undefined;
   if (hash64(data.subarray(HASHED_FROM)) !== data.readBigUInt64LE(MAGIC.length)) return undefined;
@@ -111,25 +157,38 @@ export function readCodeCache(file: string): CodeCache | undefined {
 
 /**
  * Writes a cache to `file` whole or not at all (a temp file, then rename: a concurrent run reads the
- * old file or the new one, never half of one), and removes other builds' stale cache files. Returns the
+ * old file or the new one, never half of one), and removes other builds' stale cache files. Only into a
+ * directory untrustedDir accepts; the temp file is created new (O_EXCL) and never through a link
+ * (O_NOFOLLOW), and the rename replaces a link at `file` rather than writing where it points. Returns the
  * error instead of throwing: an unwritable cache directory is no reason to fail or to print.
  */
-export function writeCodeCache(file: string, cache: CodeCache, now = Date.now()): Error | undefined {
+export function writeCodeCache(file: string, cache: CodeCache, now = Date.now(), euid: number | undefined = process.geteuid?.()): Error | undefined {
   const dir = dirname(file);
-  const tmp = `${file}.${process.pid}.tmp`;
+  const tmp = `${file}.${process.pid}-${Math.random().toString(36).slice(2, 10)}.tmp`;
+  let made = false;
   try {
     const list = Buffer.from(cache.commands.join(','), 'latin1');
     const data = Buffer.concat([MAGIC, Buffer.alloc(8), Buffer.alloc(2), list, cache.payload]);
     data.writeUInt16LE(list.length, HASHED_FROM);
     data.writeBigUInt64LE(hash64(data.subarray(HASHED_FROM)), MAGIC.length);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileSync(tmp, data, { mode: 0o600 });
+    const why = untrustedDir(dir, euid);
+    if (why) throw new Error(`not a cache directory of this user alone: ${why}`);
+    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o600);
+    made = true;
+    try {
+      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(tmp, file);
   } catch (err) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // It was never made.
+    if (made) {
+      try {
+        unlinkSync(tmp);
+      } catch {
+        // Renamed already, or removed.
+      }
     }
     return err as Error;
   }

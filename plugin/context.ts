@@ -83,6 +83,12 @@ export class Session {
     return this.nodeDisks;
   }
 
+  /** The REST client under client(), for the few reads that are not of NodeDisks (heartbeat Leases). */
+  restClient(): RestClient {
+    this.client();
+    return this.rest!;
+  }
+
   close(): void {
     this.rest?.close();
   }

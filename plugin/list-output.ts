@@ -8,6 +8,7 @@ import { goJson, sortKeys } from './goformat.ts';
 import { itemwiseTemplate, JsonPathError } from './jsonpath.ts';
 import { customColumnRows, printNodeDisks, tableRows, withoutManagedFields, YAML_OPTIONS, type PrintOptions } from './printers.ts';
 import { TabWriter } from './tabwriter.ts';
+import { tableCellText } from './escape.ts';
 import { usageError } from './errors.ts';
 
 /** The API server's Table of NodeDisks (`as=Table;g=meta.k8s.io`, `includeObject=None`), as kubectl get asks. */
@@ -28,8 +29,8 @@ export interface ListOutput {
   end(out: (text: string) => void): Promise<void>;
 }
 
-/** A Table cell as kubectl prints it: missing is blank, numbers and strings as they are. */
-const tableCell = (v: unknown): string => (v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+/** A Table cell as kubectl prints it: missing is blank, numbers and strings as they are, escaped for the terminal. */
+const tableCell = (v: unknown): string => (v === null || v === undefined ? '' : tableCellText(typeof v === 'object' ? JSON.stringify(v) : String(v)));
 
 /** Indents every line of one item's JSON or YAML but the first, to place it inside a List. */
 const indent = (text: string, first: string, rest: string) => first + text.replace(/\n(?!$)/g, `\n${rest}`);

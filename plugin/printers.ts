@@ -9,6 +9,7 @@ import { age } from './format.ts';
 import { goJson, goText, goValue, sortKeys } from './goformat.ts';
 import { compileJsonpath, evaluate, itemwiseTemplate, JsonPathError, parsePath, relaxedPath, type ItemwiseRender } from './jsonpath.ts';
 import { TabWriter } from './tabwriter.ts';
+import { escapeTerminal, tableCellText } from './escape.ts';
 import { usageError } from './errors.ts';
 
 /** `nodedisk.localtest.example.com/NAME`, as kubectl names an object in -o name and confirmations. */
@@ -127,12 +128,15 @@ export function tableRows(items: NodeDisk[], o: PrintOptions, withHeader: boolea
   const columns = COLUMNS.filter((c) => wide || !c.priority);
   const labelHeaders = o.labelColumns.map((k) => k.split('/').pop()!.toUpperCase());
   const header = ['NAME', ...columns.map((c) => c.name.toUpperCase()), ...labelHeaders, ...(o.showLabels ? ['LABELS'] : [])];
-  const rows = items.map((nd) => [
-    nd.metadata.name ?? '',
-    ...columns.map((c) => cell(nd, c.type, c.steps, now)),
-    ...o.labelColumns.map((k) => nd.metadata.labels?.[k] ?? ''),
-    ...(o.showLabels ? [labelsText(nd.metadata.labels)] : []),
-  ]);
+  // Escaped as kubectl's table printer escapes every cell: the values come from whoever wrote the object.
+  const rows = items.map((nd) =>
+    [
+      nd.metadata.name ?? '',
+      ...columns.map((c) => cell(nd, c.type, c.steps, now)),
+      ...o.labelColumns.map((k) => nd.metadata.labels?.[k] ?? ''),
+      ...(o.showLabels ? [labelsText(nd.metadata.labels)] : []),
+    ].map(tableCellText),
+  );
   return withHeader ? [header, ...rows] : rows;
 }
 
@@ -140,7 +144,7 @@ export function customColumnRows(items: NodeDisk[], columns: Column[], withHeade
   const rows = items.map((nd) =>
     columns.map((c) => {
       const found = evaluate(withoutManagedFields(nd), c.steps);
-      return found.length ? found.map(goValue).join(',') : '<none>';
+      return found.length ? found.map((v) => escapeTerminal(goValue(v))).join(',') : '<none>';
     }),
   );
   return withHeader ? [columns.map((c) => c.header), ...rows] : rows;

@@ -131,9 +131,22 @@ export async function snapshot(session: Session, sel: { labelSelector?: string; 
   return { items, resourceVersion };
 }
 
+/**
+ * Refuses a name that is not one path segment, with kubectl's words (client-go's Request.Name): `.` and
+ * `..` would address the collection (`list .` listed every NodeDisk), `/` and `%` another path.
+ */
+export function checkNames(names: readonly string[]): void {
+  for (const name of names) {
+    if (name === '') throw usageError('resource name may not be empty');
+    const problems = name === '.' || name === '..' ? [`may not be '${name}'`] : ['/', '%'].filter((c) => name.includes(c)).map((c) => `may not contain '${c}'`);
+    if (problems.length) throw usageError(`invalid resource name ${JSON.stringify(name)}: [${problems.join(' ')}]`);
+  }
+}
+
 /** Named disks (each fetched; a missing one is an error naming it) or the selection. */
 export async function resolveTargets(session: Session, names: string[], f: SelectionFlags): Promise<NodeDisk[]> {
   if (names.length && hasSelection(f)) throw usageError('name disks or select them with -l/--node/--phase/--desired, not both');
+  checkNames(names);
   if (names.length) {
     const client = session.client();
     const out: NodeDisk[] = [];

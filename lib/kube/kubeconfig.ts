@@ -8,9 +8,9 @@
 // --insecure-skip-tls-verify overrides; paths relative to the file that names them; token, tokenFile,
 // client certificates, basic auth, and exec credential plugins (client.authentication.k8s.io v1/v1beta1);
 // a cluster's proxy-url, else HTTPS_PROXY/HTTP_PROXY/NO_PROXY (./proxy.ts).
-import { existsSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { load } from 'js-yaml';
 import { kubeconfigProxy, proxyFor, ProxyConfigError, type Proxy } from './proxy.ts';
 
@@ -129,6 +129,10 @@ function readConfigFile(path: string): ConfigFile {
   for (const u of cfg.users ?? []) {
     if (!u?.user) continue;
     for (const k of ['client-certificate', 'client-key', 'tokenFile'] as const) if (u.user[k]) u.user[k] = abs(u.user[k]);
+    // An exec command with a path separator (bin/get-token, ./get-token) is a path relative to the
+    // kubeconfig too; a bare name is looked up in PATH when it runs (client-go's GetAuthInfoFileReferences).
+    const exec = u.user.exec;
+    if (exec && typeof exec.command === 'string' && exec.command.includes(sep)) exec.command = abs(exec.command)!;
   }
   return cfg;
 }
@@ -196,7 +200,41 @@ interface ExecResult {
   expires?: number;
 }
 
+/**
+ * The executable a bare exec command names, found in PATH as Go's exec.LookPath finds it (client-go runs
+ * it with exec.Command): the first match wins, and a match in a relative PATH entry (`.`, or an empty
+ * entry) is refused rather than run from the current directory, as Go refuses it (exec.ErrDot). The
+ * system's own search (execvp) would run it. Undefined when there is none.
+ */
+export function lookPath(name: string, env: NodeJS.ProcessEnv, platform: NodeJS.Platform = process.platform): string | undefined {
+  const exts = platform === 'win32' ? ['', ...(env.PATHEXT ?? '.COM;.EXE;.BAT;.CMD').split(';').filter(Boolean)] : [''];
+  for (const entry of (env.PATH ?? '').split(delimiter)) {
+    for (const ext of exts) {
+      const candidate = join(entry === '' ? '.' : entry, name + ext);
+      try {
+        if (!statSync(candidate).isFile()) continue;
+        if (platform !== 'win32') accessSync(candidate, constants.X_OK);
+      } catch {
+        continue;
+      }
+      if (!isAbsolute(entry)) {
+        throw new KubeConfigError(
+          `exec credential plugin ${name}: cannot run executable found relative to current directory (${candidate}, through PATH entry ${JSON.stringify(entry)}); give exec.command as an absolute path or a path relative to the kubeconfig, or remove relative entries from PATH`,
+        );
+      }
+      return candidate;
+    }
+  }
+  return undefined;
+}
+
 function runExec(exec: ExecConfig, server: string, env: NodeJS.ProcessEnv): Promise<ExecResult> {
+  // A path (made absolute against its kubeconfig when it was read) runs as it is; a bare name only from PATH.
+  const command = isAbsolute(exec.command) ? exec.command : lookPath(exec.command, env);
+  if (command === undefined) {
+    const hint = exec.installHint ? ` ${exec.installHint.trim()}` : '';
+    return Promise.reject(new KubeConfigError(`exec credential plugin ${exec.command} failed: executable file not found in $PATH${hint}`));
+  }
   const apiVersion = exec.apiVersion ?? 'client.authentication.k8s.io/v1';
   const info = { apiVersion, kind: 'ExecCredential', spec: { interactive: false, ...(exec.provideClusterInfo ? { cluster: { server } } : {}) } };
   const childEnv: NodeJS.ProcessEnv = { ...env, KUBERNETES_EXEC_INFO: JSON.stringify(info) };
@@ -204,7 +242,7 @@ function runExec(exec: ExecConfig, server: string, env: NodeJS.ProcessEnv): Prom
   return new Promise((resolvePromise, reject) => {
     // node:child_process is taken only here, when an exec credential plugin runs: loading it (with
     // node:net and node:dgram) cost ~10 ms of CPU on every plugin start, and most users have no exec.
-    process.getBuiltinModule('node:child_process').execFile(exec.command, exec.args ?? [], { env: childEnv, timeout: 60_000, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
+    process.getBuiltinModule('node:child_process').execFile(command, exec.args ?? [], { env: childEnv, timeout: 60_000, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
       if (err) {
         const hint = (err as NodeJS.ErrnoException).code === 'ENOENT' && exec.installHint ? ` ${exec.installHint.trim()}` : '';
         reject(new KubeConfigError(`exec credential plugin ${exec.command} failed: ${stderr.trim() || err.message}${hint}`));

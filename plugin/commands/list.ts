@@ -6,11 +6,12 @@ import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import type { Session } from '../context.ts';
 import { parseOutput, printNodeDisks } from '../printers.ts';
-import { hasSelection, selected, selectedPages, type SelectionFlags } from '../select.ts';
+import { checkNames, hasSelection, selected, selectedPages, type SelectionFlags } from '../select.ts';
 import { listOutput } from '../list-output.ts';
 import { sortItems } from '../sort.ts';
 import { watchList } from './list-watch.ts';
 import { EXIT, ReportedError, usageError } from '../errors.ts';
+import { escapeControl } from '../escape.ts';
 
 export interface ListArgs extends SelectionFlags {
   names: string[];
@@ -35,7 +36,7 @@ export const SELECTION_FLAGS: Record<string, FlagSpec> = {
 };
 
 /** kubectl's "Error from server (NotFound): nodedisks.localtest.example.com "x" not found". */
-const serverError = (err: ApiError) => `Error from server (${err.reason ?? err.statusCode}): ${err.message}\n`;
+const serverError = (err: ApiError) => escapeControl(`Error from server (${err.reason ?? err.statusCode}): ${err.message}`, true) + '\n';
 
 export const listCommand: CommandSpec<ListArgs> = {
   name: 'list',
@@ -66,6 +67,7 @@ export const listCommand: CommandSpec<ListArgs> = {
   run: async (session: Session, args: ListArgs): Promise<void> => {
     const format = parseOutput(args.output);
     if (args.names.length && hasSelection(args)) throw usageError('name disks or select them with -l/--field-selector/--node/--phase/--desired, not both');
+    checkNames(args.names);
     const options = {
       format,
       single: args.names.length === 1,

@@ -3,7 +3,7 @@
 // spec.desired to Reserved/X (a manual reservation). release undoes either. All writes are server-side
 // apply under --field-manager (kubectl-nodedisks).
 import type { CommandSpec, FlagSpec } from '../args.ts';
-import { API_VERSION, AUTO_OWNER, AUTO_RESERVE_VALUE, FIELD_MANAGER, KIND, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { API_VERSION, AUTO_OWNER, AUTO_RESERVE_VALUE, FIELD_MANAGER, KIND, LABEL_AUTO_RESERVE, MAX_OWNER_LENGTH, OWNER_PATTERN } from '../../api/constants.ts';
 import type { JsonPatchOp, NodeDiskApply } from '../../api/client.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
@@ -27,7 +27,7 @@ export interface MutateArgs extends SelectionFlags {
   'force-conflicts'?: boolean | undefined;
 }
 
-const OWNER_RE = /^[A-Za-z0-9]([-A-Za-z0-9_.:@/]*[A-Za-z0-9])?$/;
+const OWNER_RE = new RegExp(OWNER_PATTERN);
 
 function dryRunMode(v: string | undefined): 'none' | 'client' | 'server' {
   if (v === undefined || v === 'none') return 'none';
@@ -61,12 +61,13 @@ interface Plan {
 
 const base = (nd: NodeDisk) => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name: nd.metadata.name ?? '' } }) as const;
 
-function validateOwner(owner: string | undefined): void {
-  if (owner !== undefined && (owner === AUTO_OWNER || !OWNER_RE.test(owner) || owner.length > 253)) {
+/** Refuses an --owner the CRD would refuse, or the label policy's own (reserve and gitops both ask). */
+export function validateOwner(owner: string | undefined): void {
+  if (owner !== undefined && (owner === AUTO_OWNER || !OWNER_RE.test(owner) || owner.length > MAX_OWNER_LENGTH)) {
     throw usageError(
       owner === AUTO_OWNER
         ? '--owner auto is reserved for the label policy; omit --owner to reserve through the label'
-        : `--owner ${JSON.stringify(owner)} is not a valid owner: letters, digits and - _ . : @ /, starting and ending with a letter or digit`,
+        : `--owner ${JSON.stringify(owner)} is not a valid owner: letters, digits and - _ . : @ /, starting and ending with a letter or digit, at most ${MAX_OWNER_LENGTH} characters`,
     );
   }
 }

@@ -2,8 +2,11 @@
 // with no name, a summary per node.
 import type { CommandSpec } from '../args.ts';
 import { AUTO_OWNER, CONDITION, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { DEFAULT_SYSTEM_NAMESPACE, HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, leasesPath, type Lease } from '../../api/heartbeat.ts';
+import { ApiError } from '../../lib/kube/errors.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { durationFlag, type Session } from '../context.ts';
+import { escapeControl } from '../escape.ts';
 import { age, iec, table } from '../format.ts';
 import { selected, resolveTargets, type SelectionFlags } from '../select.ts';
 import { SELECTION_FLAGS } from './list.ts';
@@ -11,6 +14,46 @@ import { SELECTION_FLAGS } from './list.ts';
 export interface StatusArgs extends SelectionFlags {
   names: string[];
   'stale-after'?: string | undefined;
+  'agent-lease-namespace'?: string | undefined;
+}
+
+/** The role that lets a person read the heartbeat Leases (kustomize/rbac/user_roles.yaml). */
+export const HEARTBEAT_ROLE = 'nodedisks-heartbeat-viewer';
+/** A Lease without leaseDurationSeconds lasts as long as a kubelet's node lease, as the controller judges it. */
+const DEFAULT_LEASE_SECONDS = 40;
+
+/**
+ * The agents' heartbeat Leases (ADR 24) by node (their holderIdentity), as the controller reads them
+ * (controller/heartbeat.ts); or why they could not be read. Liveness is taken from these, not from
+ * status.node.lastSeenTime, which moves only when a report changes: on a quiet cluster it is old while
+ * every agent is alive.
+ */
+async function heartbeatLeases(session: Session, namespace: string): Promise<Map<string, Lease> | ApiError> {
+  const byNode = new Map<string, Lease>();
+  let cont: string | undefined;
+  do {
+    let page: { items?: Lease[]; metadata?: { continue?: string } };
+    try {
+      page = await session.restClient().request('GET', leasesPath(namespace), { query: { labelSelector: `${LABEL_HEARTBEAT}=${HEARTBEAT_LABEL_VALUE}`, limit: '500', ...(cont ? { continue: cont } : {}) } });
+    } catch (err) {
+      // Forbidden, or no Lease API at all: the Leases cannot be read, which status says rather than guess.
+      if (err instanceof ApiError && (err.statusCode === 401 || err.statusCode === 403 || err.statusCode === 404)) return err;
+      throw err;
+    }
+    for (const lease of page.items ?? []) {
+      const node = lease.spec?.holderIdentity;
+      if (node) byNode.set(node, lease);
+    }
+    cont = page.metadata?.continue || undefined;
+  } while (cont);
+  return byNode;
+}
+
+/** Whether a heartbeat Lease has lapsed: not renewed for its leaseDurationSeconds (by this machine's clock). */
+export function leaseExpired(lease: Lease, now: number): boolean {
+  const renewed = Date.parse(lease.spec?.renewTime ?? '');
+  const seconds = lease.spec?.leaseDurationSeconds ?? DEFAULT_LEASE_SECONDS;
+  return !Number.isFinite(renewed) || now - renewed > seconds * 1000;
 }
 
 function owner(nd: NodeDisk): string {
@@ -40,7 +83,9 @@ export function describe(nd: NodeDisk, now: number): string {
   const observed = nd.status?.controller?.observedGeneration;
   if (gen !== undefined && observed !== undefined && observed < gen) lines.push(['Controller', `has not acted on generation ${gen} yet (observed ${observed})`]);
   const width = Math.max(...lines.map(([k]) => k.length)) + 2;
-  return `${nd.metadata.name}\n${lines.map(([k, v]) => `  ${`${k}:`.padEnd(width)}${v}`).join('\n')}\n`;
+  // Every value is text others wrote (the agent's message, the controller's condition, a person's owner):
+  // no control character of theirs reaches the terminal, nor a line break that would fake a line of ours.
+  return `${escapeControl(nd.metadata.name ?? '')}\n${lines.map(([k, v]) => `  ${`${k}:`.padEnd(width)}${escapeControl(v)}`).join('\n')}\n`;
 }
 
 interface NodeSummary {
@@ -58,9 +103,13 @@ export const statusCommand: CommandSpec<StatusArgs> = {
   name: 'status',
   summary: 'Explain disks: desired vs reported vs conditions; with no name, a summary per node',
   description:
-    'Explain NodeDisks in words: what is desired and who holds the reservation, what the node agent reports and when it last did, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing and failed disks, free and reserved capacity, and agents that stopped reporting.',
+    'Explain NodeDisks in words: what is desired and who holds the reservation, what the node agent reports and when it last did, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing and failed disks, free and reserved capacity, and agents that stopped reporting (judged by their heartbeat Leases, as the controller judges them).',
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
-  flags: { ...SELECTION_FLAGS, 'stale-after': { type: 'string', default: '15m', describe: 'Flag nodes whose agent has not reported for this long' } },
+  flags: {
+    ...SELECTION_FLAGS,
+    'stale-after': { type: 'string', default: '15m', describe: 'For a node without a heartbeat Lease (an agent from before heartbeats): flag it when its agent has not reported for this long' },
+    'agent-lease-namespace': { type: 'string', default: DEFAULT_SYSTEM_NAMESPACE, describe: "Namespace of the agents' heartbeat Leases (where NodeDisks is installed)" },
+  },
   examples: [
     ['kubectl nodedisks status', 'Disks, reservations, free and reserved capacity per node'],
     ['kubectl nodedisks status node-disk-node-a-disk1', 'Why a disk is (not) Ready, who holds it, when its node last reported'],
@@ -73,6 +122,7 @@ export const statusCommand: CommandSpec<StatusArgs> = {
       return;
     }
     const staleMs = durationFlag(args['stale-after'] ?? '15m', '--stale-after');
+    const leaseNamespace = args['agent-lease-namespace'] || DEFAULT_SYSTEM_NAMESPACE;
     const nodes = new Map<string, NodeSummary>();
     for await (const page of selected(session, args)) {
       for (const nd of page) {
@@ -98,10 +148,19 @@ export const statusCommand: CommandSpec<StatusArgs> = {
       session.io.err('No resources found\n');
       return;
     }
+    const leases = await heartbeatLeases(session, leaseNamespace);
+    // As the controller judges an agent: by its heartbeat Lease; a node without one (an agent from before
+    // heartbeats) by its last report. When the Leases may not be read, that is said, not guessed.
+    const agent = (name: string, s: NodeSummary): string => {
+      if (leases instanceof ApiError) return 'unknown';
+      const lease = leases.get(name);
+      if (lease) return leaseExpired(lease, now) ? 'STALE' : 'ok';
+      return s.lastSeen && now - s.lastSeen <= staleMs ? 'ok' : 'STALE';
+    };
     const rows = [...nodes.entries()]
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([name, s]) => [
-        name,
+        escapeControl(name),
         String(s.disks),
         String(s.reserved),
         String(s.available),
@@ -110,8 +169,17 @@ export const statusCommand: CommandSpec<StatusArgs> = {
         iec(s.free),
         iec(s.reservedBytes),
         s.lastSeen ? `${age(new Date(s.lastSeen).toISOString(), now)} ago` : 'never',
-        s.lastSeen && now - s.lastSeen <= staleMs ? 'ok' : 'STALE',
+        agent(name, s),
       ]);
     session.io.out(table(['NODE', 'DISKS', 'RESERVED', 'AVAILABLE', 'MISSING', 'ERROR', 'FREE', 'RESERVED-CAPACITY', 'LAST-REPORT', 'AGENT'], rows));
+    if (leases instanceof ApiError) {
+      session.io.err(
+        escapeControl(
+          `AGENT is unknown: cannot read the agents' heartbeat Leases in namespace ${leaseNamespace} (${leases.message}); ` +
+            `ask your cluster admin for the ${HEARTBEAT_ROLE} Role there (kubectl create rolebinding -n ${leaseNamespace} ${HEARTBEAT_ROLE}-$USER --role=${HEARTBEAT_ROLE} --user=$USER), ` +
+            'or pass --agent-lease-namespace if NodeDisks is installed in another namespace',
+        ) + '\n',
+      );
+    }
   },
 };

@@ -8,7 +8,7 @@ import { durationFlag, type Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
 import { Backoff, sleep } from '../../lib/runtime/backoff.ts';
-import { hasSelection, snapshot, watchSelectors, type SelectionFlags } from '../select.ts';
+import { checkNames, hasSelection, snapshot, watchSelectors, type SelectionFlags } from '../select.ts';
 import { parseFor, parseWaitTimeout } from '../wait-for.ts';
 import { SELECTION_FLAGS } from './list.ts';
 
@@ -53,6 +53,7 @@ export const waitCommand: CommandSpec<WaitArgs> = {
     if (args.names.length && selecting) throw usageError('name disks or select them with -l/--node/--all, not both');
     if (!args.names.length && !selecting) throw usageError('wait needs disk names, a selection (-l/--node) or --all');
     if (waitFor.kind === 'create' && !args.names.length) throw usageError('--for=create needs disk names: it waits for named NodeDisks to appear');
+    checkNames(args.names);
     const sel = watchSelectors(args.names, args);
     const client = session.client();
 

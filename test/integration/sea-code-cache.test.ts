@@ -3,7 +3,7 @@
 // real API server. The first run writes the cache, the next ones use it, and whatever happens to the
 // cache (damaged, rejected by V8, unwritable, absent) the plugin prints the same and nothing on stderr.
 import { execFile } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -167,6 +167,22 @@ test.serial('an unwritable or absent cache directory is harmless: same output, n
   await printsTheSame(t, { XDG_CACHE_HOME: off, NODE_DISABLE_COMPILE_CACHE: '1' }, 'NODE_DISABLE_COMPILE_CACHE');
   t.deepEqual(cacheFiles(off), []);
   await printsTheSame(t, { XDG_CACHE_HOME: '', HOME: '' }, 'no HOME');
+});
+
+test.serial('a cache directory others may write is neither loaded nor written, and the plugin prints the same', async (t) => {
+  const home = newHome();
+  await sea(['version'], { XDG_CACHE_HOME: home });
+  const file = theCacheFile(t, home);
+  const before = readFileSync(file);
+  // Group- and world-writable, as a shared directory or a sudo'ed HOME of someone else would be to us.
+  chmodSync(cacheDir(home), 0o777);
+  const said = await sea(['list', '-o', 'name'], { XDG_CACHE_HOME: home, NODE_DEBUG: 'nodedisks' });
+  t.is(said.code, 0, said.stderr);
+  t.regex(said.stderr, /code cache .*: none or damaged, or not this user's alone/);
+  t.regex(said.stderr, /not written: not a cache directory of this user alone: .*kubectl-nodedisks is writable by its group or others \(mode 777\)/);
+  await printsTheSame(t, { XDG_CACHE_HOME: home }, 'a world-writable cache directory');
+  t.deepEqual(readFileSync(file), before, 'the cache there was not rewritten');
+  t.deepEqual(readdirSync(cacheDir(home)), [file.split('/').pop()], 'no temp file left behind');
 });
 
 test.serial('a start without an exec credential plugin loads neither node:child_process nor, for version, TLS', async (t) => {

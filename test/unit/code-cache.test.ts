@@ -1,11 +1,11 @@
 // The single executable's code cache file (plugin/code-cache.ts): where it lives, what it is named by,
 // that a damaged file never reaches V8, that writes are whole, and when a run rewrites it. The real
 // executable with it: test/integration/sea-code-cache.test.ts.
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import test from 'ava';
-import { codeCacheDir, codeCacheFile, codeCacheName, commandKey, hash64, MAX_COMMANDS, readCodeCache, shouldWrite, STALE_MS, writeCodeCache } from '../../plugin/code-cache.ts';
+import { codeCacheDir, codeCacheFile, codeCacheName, commandKey, hash64, MAX_COMMANDS, readCodeCache, shouldWrite, STALE_MS, untrustedDir, writeCodeCache } from '../../plugin/code-cache.ts';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'nodedisks-code-cache-'));
 
@@ -140,6 +140,73 @@ test('the cache directory and file are made for the user alone', (t) => {
     t.is(writeCodeCache(file, { payload: Buffer.from('abc'), commands: [] }), undefined);
     t.is(statSync(join(dir, 'new')).mode & 0o777, 0o700);
     t.is(statSync(file).mode & 0o777, 0o600);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+const me = process.geteuid!();
+const aCache = { payload: Buffer.from(Array.from({ length: 300 }, (_, i) => i & 0xff)), commands: ['list'] };
+
+test('a cache directory of another user (sudo with the user\'s HOME) is neither read nor written', (t) => {
+  const dir = tmp();
+  try {
+    const file = join(dir, 'kubectl-nodedisks', 'code-x.v8cache');
+    t.is(writeCodeCache(file, aCache), undefined);
+    t.deepEqual(readCodeCache(file), aCache, 'this user reads its own');
+    // The same directory seen by another effective user: the owner is not them.
+    const other = me + 1;
+    t.regex(untrustedDir(dirname(file), other) ?? '', new RegExp(`is owned by uid ${me}, not by uid ${other}$`));
+    t.is(readCodeCache(file, other), undefined, 'not loaded by another user');
+    const before = readFileSync(file);
+    t.regex(writeCodeCache(file, { payload: Buffer.from('other'), commands: ['version'] }, Date.now(), other)?.message ?? '', /not a cache directory of this user alone: .* is owned by uid/);
+    t.deepEqual(readFileSync(file), before, 'not written by another user');
+    t.deepEqual(readdirSync(dirname(file)), ['code-x.v8cache'], 'no temp file left');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a group- or world-writable cache directory, or one below such a directory, is neither read nor written', (t) => {
+  const dir = tmp();
+  try {
+    const cacheDir = join(dir, 'home', '.cache', 'kubectl-nodedisks');
+    const file = join(cacheDir, 'code-x.v8cache');
+    t.is(writeCodeCache(file, aCache), undefined);
+    chmodSync(cacheDir, 0o770);
+    t.regex(untrustedDir(cacheDir) ?? '', /kubectl-nodedisks is writable by its group or others \(mode 770\)/);
+    t.is(readCodeCache(file), undefined);
+    t.truthy(writeCodeCache(file, aCache));
+    chmodSync(cacheDir, 0o700);
+    t.deepEqual(readCodeCache(file), aCache);
+    chmodSync(join(dir, 'home'), 0o777);
+    t.regex(untrustedDir(cacheDir) ?? '', /home is writable by its group or others \(mode 777\)/, 'a parent anyone can write: anyone can swap the directory');
+    t.is(readCodeCache(file), undefined);
+    chmodSync(join(dir, 'home'), 0o1777);
+    t.is(untrustedDir(cacheDir), undefined, 'a sticky parent (as /tmp) lets nobody rename or remove our directory');
+    t.deepEqual(readCodeCache(file), aCache);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a cache file others may write, or a link in its place, is not read; a write replaces a link and never writes through it', (t) => {
+  const dir = tmp();
+  try {
+    const file = join(dir, 'code-x.v8cache');
+    t.is(writeCodeCache(file, aCache), undefined);
+    chmodSync(file, 0o666);
+    t.is(readCodeCache(file), undefined, 'world-writable file');
+    chmodSync(file, 0o600);
+    const elsewhere = join(dir, 'elsewhere.bin');
+    writeFileSync(elsewhere, readFileSync(file));
+    rmSync(file);
+    symlinkSync(elsewhere, file);
+    t.is(readCodeCache(file), undefined, 'a link where the cache should be is not followed');
+    t.is(writeCodeCache(file, { payload: Buffer.from('new'), commands: ['status'] }), undefined);
+    t.false(statSync(file, { throwIfNoEntry: true }).isSymbolicLink());
+    t.deepEqual(readCodeCache(file)?.commands, ['status'], 'the link was replaced by the new file');
+    t.is(readCodeCache(elsewhere)?.commands.join(), 'list', 'the link target was not written');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

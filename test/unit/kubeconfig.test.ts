@@ -1,13 +1,13 @@
 // Our kubeconfig loader against kubectl's rules, cross-checked with @kubernetes/client-node's loader on
 // the same files (the reference implementation we replaced for start-up time, docs/adr/0008).
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative as relativePath } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
 import { dump } from 'js-yaml';
-import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
+import { loadKubeConfig, lookPath } from '../../lib/kube/kubeconfig.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'nodedisks-kubeconfig-'));
 test.after.always(() => rmSync(dir, { recursive: true, force: true }));
@@ -100,6 +100,40 @@ test('an exec credential plugin is run with KUBERNETES_EXEC_INFO and its token u
     contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
   });
   t.deepEqual(await loadKubeConfig({ kubeconfig: path }).headers(), { Authorization: 'Bearer exec-42' });
+});
+
+/** An executable printing an ExecCredential with `token`. */
+function credScript(path: string, token: string): void {
+  mkdirSync(join(path, '..'), { recursive: true });
+  writeFileSync(path, `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${token}"}}'\n`);
+  chmodSync(path, 0o755);
+}
+
+test('an exec command with a path separator is relative to its kubeconfig; a bare one comes from PATH, never from a relative entry', async (t) => {
+  const home = join(dir, 'exec-home');
+  credScript(join(home, 'bin', 'get-token'), 'from-kubeconfig-dir');
+  const exec = (command: string) =>
+    file(`exec-home/${command.replace(/\W/g, '_')}.yaml`, {
+      'current-context': 'x',
+      clusters: [{ name: 'c', cluster: { server: 'https://exec.example' } }],
+      users: [{ name: 'u', user: { exec: { command } } }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+    });
+  t.deepEqual(await loadKubeConfig({ kubeconfig: exec('bin/get-token') }).headers(), { Authorization: 'Bearer from-kubeconfig-dir' });
+  t.deepEqual(await loadKubeConfig({ kubeconfig: exec('./bin/get-token') }).headers(), { Authorization: 'Bearer from-kubeconfig-dir' });
+
+  const onPath = join(dir, 'exec-path');
+  credScript(join(onPath, 'nd-unit-token'), 'from-path');
+  const bare = exec('nd-unit-token');
+  t.deepEqual(await loadKubeConfig({ kubeconfig: bare, env: { PATH: `/nonexistent:${onPath}` } }).headers(), { Authorization: 'Bearer from-path' });
+  t.is(lookPath('nd-unit-token', { PATH: `/nonexistent:${onPath}` }), join(onPath, 'nd-unit-token'));
+  t.is(lookPath('nd-unit-token', { PATH: '/nonexistent' }), undefined);
+  await t.throwsAsync(loadKubeConfig({ kubeconfig: bare, env: { PATH: '/nonexistent' } }).headers(), { message: /exec credential plugin nd-unit-token failed: executable file not found in \$PATH/ });
+  // A PATH entry relative to the current directory finds it, and is refused (`.` and "" are the same case:
+  // test/integration/plugin-trust.test.ts runs them in a directory of their own).
+  const relative = relativePath(process.cwd(), onPath);
+  t.throws(() => lookPath('nd-unit-token', { PATH: `/nonexistent:${relative}:${onPath}` }), { message: /^exec credential plugin nd-unit-token: cannot run executable found relative to current directory/ });
+  t.is(lookPath('nd-unit-token', { PATH: `${onPath}:${relative}` }), join(onPath, 'nd-unit-token'), 'the first match wins, as in Go');
 });
 
 test('bad kubeconfigs are refused with the file, the problem and the fix', (t) => {

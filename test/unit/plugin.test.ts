@@ -59,6 +59,13 @@ test.serial('403: exit 4, the verb and resource, and which role to ask for', asy
   t.regex(r.err, /nodedisks-viewer \(read\) or nodedisks-editor/);
 });
 
+test.serial('a server message quoted in an error reaches the terminal without its control characters', async (t) => {
+  nock(SERVER).get(NODEDISKS_PATH).query(true).reply(500, status(500, 'InternalError', 'boom\x1b]52;c;ZXZpbA==\x07\x1b[2K\rall fine'));
+  const r = await plugin('list');
+  t.is(r.code, 1);
+  t.is(r.err, 'error: the API server is busy or failing (500): boom^[]52;c;ZXZpbA==\\x07^[[2K\\rall fine; try again\n');
+});
+
 test.serial('no CRD installed: exit 3 and how to install it', async (t) => {
   nock(SERVER).get(NODEDISKS_PATH).query(true).reply(404, status(404, 'NotFound', 'the server could not find the requested resource'));
   const r = await plugin('list');
