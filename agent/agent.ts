@@ -45,11 +45,6 @@ export class Agent {
   private readonly informer: Informer<NodeDisk>;
   private discovery: Discovery | undefined;
   private discoveryError: string | undefined;
-  /**
-   * Whether the last scan ran with the NodeDisks known: which of two colliding files keeps a name depends
-   * on which one a NodeDisk already names, so a scan made before the first sync is redone after it.
-   */
-  private discoveryKnewNodeDisks = false;
   /** Disks something happened to (a file event, a NodeDisk event, a retry): reconciled first. */
   private readonly urgent = new Set<string>();
   /** Disks a full rescan or a relist asks to look at: reconciled when nothing is urgent. */
@@ -197,8 +192,9 @@ export class Agent {
     try {
       while (!signal.aborted) {
         this.lastLoop = Date.now();
-        if (this.informer.hasSynced && this.discovery !== undefined && !this.discoveryKnewNodeDisks) this.scanRequested = true;
-        if (this.scanRequested) {
+        // The first scan waits for the NodeDisks: which of two files whose names make one NodeDisk name keeps
+        // it depends on which one a NodeDisk already names (nothing is reconciled before the sync anyway).
+        if (this.scanRequested && this.informer.hasSynced) {
           this.scanRequested = false;
           // The scan sees every file as it is now, so the changes named so far are covered by it.
           this.changedFiles.clear();
@@ -267,7 +263,6 @@ export class Agent {
 
   private async scan(): Promise<void> {
     const end = this.o.metrics.scanSeconds.startTimer();
-    const knewNodeDisks = this.informer.hasSynced;
     let found: Discovery;
     try {
       found = await discover(this.o.diskDir, this.o.nodeName, undefined, (objectName) => this.holderOf(objectName));
@@ -290,7 +285,6 @@ export class Agent {
     this.reportIgnored(found.ignored);
     this.o.metrics.ignoredFiles.set(found.ignored.length);
     this.discovery = found;
-    this.discoveryKnewNodeDisks = knewNodeDisks;
     // Every scan looks at every disk: files that are not NodeDisks yet, and every NodeDisk of this node,
     // so grown, removed or replaced files and markers changed by hand are all noticed. Reconciling an
     // unchanged disk costs a few lstat calls and writes nothing.
@@ -329,9 +323,9 @@ export class Agent {
     found.ignored.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)); // in a scan's order
     this.reportIgnored(found.ignored);
     this.o.metrics.ignoredFiles.set(found.ignored.length);
-    this.enqueue(diskID);
-    // The disk that keeps the name says in its status which files collide with it.
-    if (held !== undefined && held !== diskID) this.enqueue(held);
+    // A newcomer colliding with a held name has nothing to reconcile: the disk that keeps the name does,
+    // and says in its status which files collide with it.
+    this.enqueue(held ?? diskID);
   }
 
   /** The diskID of this node's NodeDisk of that name, if the agent knows one. */
@@ -390,6 +384,8 @@ export class Agent {
     let nd = this.informer.cache.get(name);
     const hostPath = diskPath(hostDiskDir, diskID);
 
+    // A file whose name makes a NodeDisk name another disk keeps: that disk reports it, nothing acts on it.
+    if (!file && ignored?.collidesWith !== undefined) return;
     await this.reportAliases(diskID, name);
     if (!nd) {
       if (!file) return;
