@@ -106,6 +106,7 @@ export class Agent {
         },
         onSync: () => {
           for (const nd of this.informer.cache.values()) this.enqueue(nd.spec.diskID, this.sweep);
+          this.wake?.(); // the first scan waits for this, even on a node with no NodeDisk yet
         },
       },
       { log: o.log.with({ loop: 'informer' }) },

@@ -148,6 +148,7 @@ test.serial('thousands of junk names and create/delete cycles cost a bounded num
 
   const lines = agent.logsOfThisRun().split('\n').slice(linesBefore - 1).filter(Boolean);
   const ignoring = lines.filter((l) => l.includes('"msg":"ignoring file in disk dir"'));
+  t.log(`${lines.length} log lines (${ignoring.length} naming an ignored file), ${scansInBurst} scans in a burst of ${burstMs} ms`);
   t.true(lines.length <= 100, `${lines.length} log lines, ${ignoring.length} naming an ignored file`);
   t.true(ignoring.length <= 10 + 20, `${ignoring.length} lines naming an ignored file`);
   t.regex(lines.join('\n'), /"msg":"ignoring \d+ more files in disk dir, not named to keep the log short"/);
