@@ -71,7 +71,8 @@ export async function markerState(diskDir: string, diskID: string, fs: MarkerFs 
     if (code === 'ENOENT') return { kind: 'absent' };
     if (code === 'ELOOP') return { kind: 'invalid', reason: `marker ${marker} is a symbolic link; remove it by hand (it is never followed)` };
     if (code === 'ENXIO') return { kind: 'present', wrong: 'is a socket, not a regular file' };
-    return { kind: 'invalid', reason: `cannot read marker ${marker}: ${(err as Error).message}` };
+    // Unreadable (its mode, say): still a file at the marker path, so still the reservation; a rewrite fixes it.
+    return { kind: 'present', wrong: `cannot be read (${(err as Error).message})` };
   }
   try {
     const now = await fh.stat();
@@ -79,10 +80,14 @@ export async function markerState(diskDir: string, diskID: string, fs: MarkerFs 
     if (now.size !== MARKER_READ_LIMIT - 1) return wrongSize(now.size);
     const buf = Buffer.alloc(MARKER_READ_LIMIT);
     let filled = 0;
-    while (filled < buf.length) {
-      const { bytesRead } = await fh.read(buf, filled, buf.length - filled, filled);
-      if (bytesRead === 0) break;
-      filled += bytesRead;
+    try {
+      while (filled < buf.length) {
+        const { bytesRead } = await fh.read(buf, filled, buf.length - filled, filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+    } catch (err) {
+      return { kind: 'present', wrong: `cannot be read (${(err as Error).message})` };
     }
     if (filled !== MARKER_READ_LIMIT - 1) return wrongSize(filled);
     return buf.subarray(0, filled).toString('utf8') === MARKER_CONTENT ? { kind: 'present' } : { kind: 'present', wrong: `does not hold ${JSON.stringify(MARKER_CONTENT)}` };

@@ -191,3 +191,18 @@ test('a socket marker is put right too', async (t) => {
     server.close();
   }
 });
+
+test('a marker that cannot be opened (EACCES) is still the reservation, and is put right', async (t) => {
+  const d = await dir();
+  const path = join(d, 'disk1.img.reserved');
+  writeFileSync(path, 'reserved\n');
+  // As the agent sees a marker of mode 000 when it does not run as root (tests run as either).
+  const denied: MarkerFs = {
+    lstat: fsp.lstat,
+    open: () => Promise.reject(Object.assign(new Error(`EACCES: permission denied, open '${path}'`), { code: 'EACCES' })),
+  };
+  t.like(await markerState(d, 'disk1', denied), { kind: 'present', wrong: `cannot be read (EACCES: permission denied, open '${path}')` });
+  t.true(await ensureMarker(d, 'disk1', { fs: denied }));
+  t.is(readFileSync(path, 'utf8'), 'reserved\n');
+  t.deepEqual(await markerState(d, 'disk1'), { kind: 'present' });
+});
