@@ -17,7 +17,7 @@ import { ApiError, isApiError } from '../lib/kube/errors.ts';
 import { Informer } from '../lib/kube/informer.ts';
 import { Backoff, sleep } from '../lib/runtime/backoff.ts';
 import type { Logger } from '../lib/runtime/log.ts';
-import { COLLISION_REASON, discover, diskIdOfEntry, inspectDiskFile, type Discovery } from './discover.ts';
+import { collision, discover, diskIdOfEntry, inspectDiskFile, type Discovery, type IgnoredFile } from './discover.ts';
 import { ensureMarker, markerState, removeMarker } from './markers.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { observedStatus, statusChanged } from './observe.ts';
@@ -63,7 +63,10 @@ export class Agent {
   private readonly aliases = new Map<string, Set<string>>();
   /** Writes the API server refused (401/403), by diskID, until a reconcile of that disk succeeds. */
   private readonly refused = new Map<string, string>();
-  private lastIgnored = '';
+  /** Ignored files already logged, with the reason logged: a file is named again only when its reason changes. */
+  private readonly reportedIgnored = new Map<string, string>();
+  /** A full scan asked for by file events, run once the burst is over (see requestScanSoon). */
+  private scanSoon: { timer: NodeJS.Timeout; firstAt: number } | undefined;
   private fsWatcher: FSWatcher | undefined;
   private lastLoop = Date.now();
 
@@ -103,6 +106,7 @@ export class Agent {
         },
         onSync: () => {
           for (const nd of this.informer.cache.values()) this.enqueue(nd.spec.diskID, this.sweep);
+          this.wake?.(); // the first scan waits for this, even on a node with no NodeDisk yet
         },
       },
       { log: o.log.with({ loop: 'informer' }) },
@@ -160,8 +164,24 @@ export class Agent {
   }
 
   private requestScan(): void {
+    if (this.scanSoon) clearTimeout(this.scanSoon.timer);
+    this.scanSoon = undefined;
     this.scanRequested = true;
     this.wake?.();
+  }
+
+  /**
+   * A full scan for a file event that one file cannot settle (a junk name, a collision): run once events
+   * have paused for SCAN_QUIET_MS, and at most SCAN_MAX_DELAY_MS after the first, so a burst of thousands
+   * of events costs a scan or two, not one scan per event.
+   */
+  private requestScanSoon(): void {
+    const now = Date.now();
+    const firstAt = this.scanSoon?.firstAt ?? now;
+    if (this.scanSoon) clearTimeout(this.scanSoon.timer);
+    const timer = setTimeout(() => this.requestScan(), Math.max(0, Math.min(now + SCAN_QUIET_MS, firstAt + SCAN_MAX_DELAY_MS) - now));
+    timer.unref();
+    this.scanSoon = { timer, firstAt };
   }
 
   async run(signal: AbortSignal): Promise<void> {
@@ -173,7 +193,9 @@ export class Agent {
     try {
       while (!signal.aborted) {
         this.lastLoop = Date.now();
-        if (this.scanRequested) {
+        // The first scan waits for the NodeDisks: which of two files whose names make one NodeDisk name keeps
+        // it depends on which one a NodeDisk already names (nothing is reconciled before the sync anyway).
+        if (this.scanRequested && this.informer.hasSynced) {
           this.scanRequested = false;
           // The scan sees every file as it is now, so the changes named so far are covered by it.
           this.changedFiles.clear();
@@ -210,6 +232,7 @@ export class Agent {
       }
     } finally {
       clearInterval(rescan);
+      if (this.scanSoon) clearTimeout(this.scanSoon.timer);
       this.fsWatcher?.close();
       await informerDone;
       await beating;
@@ -225,7 +248,7 @@ export class Agent {
         if (diskID !== undefined && diskIdProblem(diskID) === undefined) {
           this.changedFiles.add(diskID);
           this.wake?.();
-        } else if (filename === null || filename.endsWith(DISK_SUFFIX)) this.requestScan();
+        } else if (filename === null || filename.endsWith(DISK_SUFFIX)) this.requestScanSoon();
       });
       this.fsWatcher.on('error', (err) => {
         this.o.log.warn('file-system watch failed; relying on the periodic rescan until it is re-established', { error: err.message });
@@ -243,7 +266,7 @@ export class Agent {
     const end = this.o.metrics.scanSeconds.startTimer();
     let found: Discovery;
     try {
-      found = await discover(this.o.diskDir, this.o.nodeName);
+      found = await discover(this.o.diskDir, this.o.nodeName, undefined, (objectName) => this.holderOf(objectName));
     } catch (err) {
       // An unreadable or missing dir says nothing about the disks: keep the last reports, say why not ready.
       const msg = `cannot read disk dir ${this.o.diskDir}: ${(err as Error).message}`;
@@ -260,11 +283,7 @@ export class Agent {
       this.watchDir();
     }
     this.discoveryError = undefined;
-    const ignoredKey = JSON.stringify(found.ignored);
-    if (ignoredKey !== this.lastIgnored) {
-      for (const f of found.ignored) this.o.log.warn('ignoring file in disk dir', { file: f.name, reason: f.reason });
-      this.lastIgnored = ignoredKey;
-    }
+    this.reportIgnored(found.ignored);
     this.o.metrics.ignoredFiles.set(found.ignored.length);
     this.discovery = found;
     // Every scan looks at every disk: files that are not NodeDisks yet, and every NodeDisk of this node,
@@ -285,25 +304,62 @@ export class Agent {
     const fileName = `${diskID}${DISK_SUFFIX}`;
     const seen = await inspectDiskFile(this.o.diskDir, fileName);
     const objectName = nodeDiskName(this.o.nodeName, diskID);
+    // A NodeDisk already bearing the name settles a collision on its own: its disk keeps the name. Only
+    // with none does the whole dir decide (the first in name order), which is a full scan's job.
+    const held = this.holderOf(objectName);
     const collides =
-      found.ignored.some((f) => f.reason.startsWith(COLLISION_REASON)) ||
-      (seen.kind === 'disk' && !found.disks.has(diskID) && [...found.disks.keys()].some((other) => nodeDiskName(this.o.nodeName, other) === objectName));
+      held === undefined &&
+      (found.ignored.some((f) => f.collidesWith !== undefined && nodeDiskName(this.o.nodeName, f.collidesWith) === objectName) ||
+        (seen.kind === 'disk' && !found.disks.has(diskID) && [...found.disks.keys()].some((other) => nodeDiskName(this.o.nodeName, other) === objectName)));
     if (collides) {
-      this.requestScan();
+      this.requestScanSoon();
       return;
     }
     found.disks.delete(diskID);
     const wasIgnored = found.ignored.findIndex((f) => f.name === fileName);
     if (wasIgnored >= 0) found.ignored.splice(wasIgnored, 1);
-    if (seen.kind === 'disk') found.disks.set(diskID, seen.disk);
-    if (seen.kind === 'ignored') {
-      found.ignored.push(seen.ignored);
-      if (wasIgnored < 0) this.o.log.warn('ignoring file in disk dir', { file: seen.ignored.name, reason: seen.ignored.reason });
-    }
+    if (seen.kind === 'disk' && held !== undefined && held !== diskID) found.ignored.push(collision(fileName, objectName, held));
+    else if (seen.kind === 'disk') found.disks.set(diskID, seen.disk);
+    if (seen.kind === 'ignored') found.ignored.push(seen.ignored);
     found.ignored.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)); // in a scan's order
-    this.lastIgnored = JSON.stringify(found.ignored);
+    this.reportIgnored(found.ignored);
     this.o.metrics.ignoredFiles.set(found.ignored.length);
-    this.enqueue(diskID);
+    // A newcomer colliding with a held name has nothing to reconcile: the disk that keeps the name does,
+    // and says in its status which files collide with it.
+    this.enqueue(held ?? diskID);
+  }
+
+  /** The diskID of this node's NodeDisk of that name, if the agent knows one. */
+  private holderOf(objectName: string): string | undefined {
+    const nd = this.informer.cache.get(objectName);
+    return nd && nd.spec.nodeName === this.o.nodeName ? nd.spec.diskID : undefined;
+  }
+
+  /**
+   * Logs the ignored files not logged before (or whose reason changed), at most IGNORED_LOG_LIMIT by name
+   * and the rest as a count, so that a dir full of junk costs a few lines once, not a line per file per
+   * scan. A file gone from the list is forgotten: if it comes back, it is named again.
+   */
+  private reportIgnored(ignored: IgnoredFile[]): void {
+    const now = new Map(ignored.map((f) => [f.name, f.reason]));
+    for (const name of [...this.reportedIgnored.keys()]) if (!now.has(name)) this.reportedIgnored.delete(name);
+    let unnamed = 0;
+    let logged = 0;
+    for (const f of ignored) {
+      if (this.reportedIgnored.get(f.name) === f.reason) continue;
+      this.reportedIgnored.set(f.name, f.reason);
+      if (logged < IGNORED_LOG_LIMIT) {
+        this.o.log.warn('ignoring file in disk dir', { file: f.name, reason: f.reason });
+        logged++;
+      } else unnamed++;
+    }
+    if (unnamed > 0) {
+      this.o.log.warn(`ignoring ${unnamed} more files in disk dir, not named to keep the log short`, {
+        more: unnamed,
+        ignoredFiles: ignored.length,
+        hint: 'the gauge nodedisks_agent_ignored_files counts them; fix or remove the files',
+      });
+    }
   }
 
   private async reconcileDisk(diskID: string, signal: AbortSignal): Promise<void> {
@@ -329,6 +385,8 @@ export class Agent {
     let nd = this.informer.cache.get(name);
     const hostPath = diskPath(hostDiskDir, diskID);
 
+    // A file whose name makes a NodeDisk name another disk keeps: that disk reports it, nothing acts on it.
+    if (!file && ignored?.collidesWith !== undefined) return;
     await this.reportAliases(diskID, name);
     if (!nd) {
       if (!file) return;
@@ -349,7 +407,8 @@ export class Agent {
     }
     if (!actionError && (file || desired !== 'Reserved')) {
       try {
-        const changed = desired === 'Reserved' ? await ensureMarker(diskDir, diskID) : await removeMarker(diskDir, diskID);
+        const replaced = (wrong: string) => log.warn('reservation marker put right', { nodeDisk: name, diskID, was: `it ${wrong}` });
+        const changed = desired === 'Reserved' ? await ensureMarker(diskDir, diskID, { replaced }) : await removeMarker(diskDir, diskID);
         if (changed) {
           this.o.metrics.markerOps.inc({ op: desired === 'Reserved' ? 'create' : 'remove' });
           log.info(desired === 'Reserved' ? 'reservation marker written' : 'reservation marker removed', { nodeDisk: name, diskID });
@@ -384,6 +443,7 @@ export class Agent {
       previousCapacity: nd.status?.node?.capacityBytes,
       owner: nd.spec.desired?.owner,
       deletionHeld: deleting && desired === 'Reserved' && isProtected(nd),
+      rivals: this.discovery?.ignored.filter((f) => f.collidesWith === diskID).map((f) => f.name),
     });
     if (!file && ignored) next = { ...next, phase: 'Error', message: `disk image ${hostPath} ${ignored.reason}` };
 
@@ -522,6 +582,12 @@ export class Agent {
  * What the agent keeps of a NodeDisk: all but metadata.managedFields, which it never reads (its writes are
  * server-side applies and merge patches that do not need them) and which are about half of each object.
  */
+/** At most this many ignored files are named in the log per scan; the rest are counted in one line. */
+const IGNORED_LOG_LIMIT = 10;
+/** A full scan asked for by file events waits for this pause in them, and never longer than the max delay. */
+const SCAN_QUIET_MS = 200;
+const SCAN_MAX_DELAY_MS = 1000;
+
 function lean(nd: NodeDisk): NodeDisk {
   delete nd.metadata.managedFields;
   return nd;

@@ -17,6 +17,8 @@ export interface DiskFile {
 export interface IgnoredFile {
   name: string;
   reason: string;
+  /** The diskID that keeps the NodeDisk name this file's name also makes (a name collision). */
+  collidesWith?: string;
 }
 
 export interface Discovery {
@@ -27,17 +29,23 @@ export interface Discovery {
 /** The file-system calls a scan makes (tests interleave real removals with them). */
 export interface DiscoverFs {
   readdir(dir: string): Promise<string[]>;
-  lstat(path: string): Promise<{ size: number; isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }>;
+  lstat(path: string): Promise<{ size: number } & FileType>;
   access(path: string, mode: number): Promise<void>;
 }
 
 const realFs: DiscoverFs = { readdir: (dir) => fsp.readdir(dir), lstat: fsp.lstat, access: fsp.access };
 
+/**
+ * The diskID of the NodeDisk that already bears an object name, if one does: such a disk keeps its name
+ * whatever files come later (undefined for every name: the first file in name order keeps it).
+ */
+export type NameHolder = (objectName: string) => string | undefined;
+
 /** Scans `diskDir` for disk images. Throws when the dir itself cannot be read (the caller reports it). */
-export async function discover(diskDir: string, nodeName: string, fs: DiscoverFs = realFs): Promise<Discovery> {
+export async function discover(diskDir: string, nodeName: string, fs: DiscoverFs = realFs, holderOf: NameHolder = () => undefined): Promise<Discovery> {
   const disks = new Map<string, DiskFile>();
   const ignored: IgnoredFile[] = [];
-  const byObjectName = new Map<string, string>();
+  const byObjectName = new Map<string, DiskFile[]>();
   const entries = (await fs.readdir(diskDir)).sort();
   for (const name of entries) {
     // Markers and temp files are ours; anything else is simply not a disk image.
@@ -48,21 +56,53 @@ export async function discover(diskDir: string, nodeName: string, fs: DiscoverFs
       ignored.push(seen.ignored);
       continue;
     }
-    // Two files whose names normalize to one object name (disk_1.img, disk-1.img): the first keeps it.
     const objectName = nodeDiskName(nodeName, seen.disk.diskID);
-    const holder = byObjectName.get(objectName);
-    if (holder) {
-      ignored.push({ name, reason: `${COLLISION_REASON} ${objectName} is already used by ${holder}.img; rename one of them` });
-      continue;
-    }
-    byObjectName.set(objectName, seen.disk.diskID);
-    disks.set(seen.disk.diskID, seen.disk);
+    byObjectName.set(objectName, [...(byObjectName.get(objectName) ?? []), seen.disk]);
   }
+  // Files whose names normalize to one object name (disk_1.img, disk-1.img, Disk1.img beside disk1.img):
+  // the disk whose NodeDisk already bears the name keeps it, so a newcomer can never take a disk's
+  // identity (nor turn a reserved disk Error); with no NodeDisk yet, the first in name order keeps it.
+  for (const [objectName, files] of byObjectName) {
+    const held = holderOf(objectName);
+    const keeper = held ?? files[0]!.diskID;
+    for (const f of files) {
+      if (f.diskID === keeper) disks.set(f.diskID, f);
+      else ignored.push(collision(`${f.diskID}${DISK_SUFFIX}`, objectName, keeper));
+    }
+  }
+  ignored.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { disks, ignored };
 }
 
-/** How an ignored file whose NodeDisk name another file holds is described (a scan settles who keeps it). */
+/** How an ignored file whose NodeDisk name another disk holds is described. */
 export const COLLISION_REASON = 'its NodeDisk name';
+
+/** The ignored entry of a file whose NodeDisk name `keeper` holds. */
+export function collision(name: string, objectName: string, keeper: string): IgnoredFile {
+  return { name, reason: `${COLLISION_REASON} ${objectName} is already used by ${keeper}${DISK_SUFFIX}; rename ${name}`, collidesWith: keeper };
+}
+
+export interface FileType {
+  isFile(): boolean;
+  isDirectory(): boolean;
+  isSymbolicLink(): boolean;
+  isFIFO(): boolean;
+  isSocket(): boolean;
+  isBlockDevice(): boolean;
+  isCharacterDevice(): boolean;
+}
+
+/** What a dir entry is, in words, for the reason it is ignored or put right. */
+export function fileTypeOf(st: FileType): string {
+  if (st.isFile()) return 'a regular file';
+  if (st.isDirectory()) return 'a directory';
+  if (st.isSymbolicLink()) return 'a symbolic link';
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isSocket()) return 'a socket';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isCharacterDevice()) return 'a character device';
+  return 'not a regular file';
+}
 
 export type DiskFileState = { kind: 'disk'; disk: DiskFile } | { kind: 'ignored'; ignored: IgnoredFile } | { kind: 'gone' };
 
@@ -84,7 +124,7 @@ export async function inspectDiskFile(diskDir: string, name: string, fs: Discove
   }
   if (st.isSymbolicLink()) return { kind: 'ignored', ignored: { name, reason: 'is a symbolic link; disk images must be regular files (links are never followed)' } };
   if (st.isDirectory()) return { kind: 'ignored', ignored: { name, reason: 'is a directory, not a disk image file' } };
-  if (!st.isFile()) return { kind: 'ignored', ignored: { name, reason: 'is not a regular file' } };
+  if (!st.isFile()) return { kind: 'ignored', ignored: { name, reason: `is ${fileTypeOf(st)}; disk images must be regular files` } };
   try {
     await fs.access(file, constants.R_OK);
   } catch (err) {

@@ -18,6 +18,8 @@ export interface Observation {
   owner?: string | undefined;
   /** The NodeDisk is being deleted and our finalizer holds it while a reservation exists. */
   deletionHeld?: boolean;
+  /** Other files of the disk dir whose names make this NodeDisk's name: ignored, this disk keeps it. */
+  rivals?: string[] | undefined;
 }
 
 export function observedStatus(o: Observation): Omit<NodeStatus, 'lastSeenTime'> {
@@ -27,6 +29,13 @@ export function observedStatus(o: Observation): Omit<NodeStatus, 'lastSeenTime'>
     notes.push(
       `the reservation was found on the node with no NodeDisk holding it (its NodeDisk was deleted past its finalizer, or the CRD was reinstalled) and restored for owner ${RECOVERED_OWNER}: ` +
         `release it with kubectl nodedisks release ${o.name} --force, or hand it to its owner with kubectl nodedisks reserve ${o.name} --owner <owner> --force`,
+    );
+  }
+  if (o.rivals?.length) {
+    // Said here, on the disk that keeps the name, without changing its phase: the disk is fine, the newcomer is not.
+    const files = o.rivals.join(', ');
+    notes.push(
+      `${o.rivals.length === 1 ? `file ${files} in the disk dir makes` : `files ${files} in the disk dir make`} this NodeDisk's name too and ${o.rivals.length === 1 ? 'is' : 'are'} ignored (this NodeDisk stays with ${o.hostPath}): rename ${o.rivals.length === 1 ? 'it' : 'them'}`,
     );
   }
   if (o.deletionHeld) {
@@ -54,7 +63,7 @@ function baseStatus(o: Observation): Omit<NodeStatus, 'lastSeenTime'> {
       message: `disk image ${o.hostPath} is empty (0 bytes) and cannot be used; give it a size (truncate -s <size> ${o.hostPath})${o.marker.kind === 'present' ? '; reservation marker present' : ''}`,
     };
   }
-  if (o.marker.kind === 'present') return { phase: 'Reserved', capacityBytes, message: 'reservation marker present' };
+  if (o.marker.kind === 'present') return { phase: 'Reserved', capacityBytes, message: o.marker.wrong ? `reservation marker present, but it ${o.marker.wrong}` : 'reservation marker present' };
   return { phase: 'Available', capacityBytes, message: 'no reservation marker' };
 }
 

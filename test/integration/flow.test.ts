@@ -158,7 +158,11 @@ test.serial('bad files in the disk dir are reported and never followed', async (
   t.false(names.includes('linked'));
   t.false(names.includes('folder'));
   t.false(names.some((n) => n.includes(' ')));
-  const log = agents.get(node)!.logs();
+  // A name that cannot be a disk is judged by a full scan, which waits for a pause in file events (at most 1 s).
+  const log = await eventually('the bad files logged', async () => {
+    const text = agents.get(node)!.logs();
+    return /"file":"bad name\.img"/.test(text) ? text : undefined;
+  });
   t.regex(log, /"file":"linked\.img","reason":"is a symbolic link/);
   t.regex(log, /"file":"folder\.img","reason":"is a directory/);
   t.regex(log, /"file":"bad name\.img","reason":"cannot become a diskID/);

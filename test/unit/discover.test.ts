@@ -1,11 +1,14 @@
 // Discovery on a real directory, with a file removed at the worst moment of a scan: between the moment the
 // scan sees its name and the moment it checks it. The removal is real; only its timing is forced.
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm, truncate, unlink, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import * as fsp from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { discover, diskIdOfEntry, inspectDiskFile, type DiscoverFs } from '../../agent/discover.ts';
+import { nodeDiskName } from '../../api/names.ts';
 
 async function dirWith(...files: string[]): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'nodedisks-discover-'));
@@ -76,6 +79,53 @@ test('one disk file is judged on its own as a scan judges it: a disk, ignored wi
     await unlink(join(dir, 'disk1.img'));
     t.deepEqual(await inspectDiskFile(dir, 'disk1.img'), { kind: 'gone' });
   } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('the disk whose NodeDisk bears a name keeps it: a newcomer making the same name is the collision', async (t) => {
+  // Disk1.img sorts before disk1.img: name order alone would hand it disk1's NodeDisk.
+  const dir = await dirWith('disk1.img', 'Disk1.img');
+  try {
+    const held = nodeDiskName('node-a', 'disk1');
+    const found = await discover(dir, 'node-a', undefined, (objectName) => (objectName === held ? 'disk1' : undefined));
+    t.deepEqual([...found.disks.keys()], ['disk1']);
+    t.deepEqual(found.ignored, [
+      { name: 'Disk1.img', reason: `its NodeDisk name ${held} is already used by disk1.img; rename Disk1.img`, collidesWith: 'disk1' },
+    ]);
+    // With no NodeDisk yet, the first in name order keeps it (the same answer on every node restart).
+    const fresh = await discover(dir, 'node-a');
+    t.deepEqual([...fresh.disks.keys()], ['Disk1']);
+    t.like(fresh.ignored[0], { name: 'disk1.img', collidesWith: 'Disk1' });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a name held by a NodeDisk whose file is gone is still not taken by another file', async (t) => {
+  const dir = await dirWith('Disk1.img');
+  try {
+    const found = await discover(dir, 'node-a', undefined, () => 'disk1');
+    t.deepEqual([...found.disks.keys()], []);
+    t.like(found.ignored[0], { name: 'Disk1.img', collidesWith: 'disk1' });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a FIFO or a socket named *.img is named as such, and never opened', async (t) => {
+  const dir = await dirWith();
+  const server = createServer();
+  try {
+    execFileSync('mkfifo', [join(dir, 'pipe.img')]);
+    await new Promise<void>((resolve) => server.listen(join(dir, 'sock.img'), resolve));
+    const found = await discover(dir, 'node-a');
+    t.deepEqual(found.ignored, [
+      { name: 'pipe.img', reason: 'is a FIFO (named pipe); disk images must be regular files' },
+      { name: 'sock.img', reason: 'is a socket; disk images must be regular files' },
+    ]);
+  } finally {
+    server.close();
     await rm(dir, { recursive: true, force: true });
   }
 });
