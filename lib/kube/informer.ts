@@ -14,7 +14,7 @@ import type { ObjectMeta } from '../../api/v1alpha1/types.ts';
 import { Backoff, sleep } from '../runtime/backoff.ts';
 import type { Logger } from '../runtime/log.ts';
 import { isApiError } from './errors.ts';
-import type { WatchEvent } from './watch.ts';
+import { endedAtOnce, MIN_WATCH_MS, type WatchEvent } from './watch.ts';
 
 export interface Listed<T> {
   metadata: { resourceVersion?: string; continue?: string };
@@ -79,7 +79,7 @@ export class Informer<T extends Obj> {
       pageSize: 500,
       watchTimeoutSeconds: 300,
       watchdogGraceMs: 30_000,
-      minWatchMs: 1000,
+      minWatchMs: MIN_WATCH_MS,
       backoff: new Backoff({ initialMs: 500, maxMs: 30_000 }),
       ...rest,
     };
@@ -270,7 +270,7 @@ export class Informer<T extends Obj> {
         }
       }
       if (watchdogFired) return { kind: 'relist' };
-      if (events === 0 && Date.now() - opened < this.o.minWatchMs && !outer.aborted) {
+      if (endedAtOnce(opened, events, this.o.minWatchMs) && !outer.aborted) {
         return { kind: 'error', error: new Error(`the watch ended at once with no events (after ${Date.now() - opened} ms); a proxy or load balancer may be closing it`) };
       }
       // The server closed the watch (its timeout): watch again from where we are.
