@@ -23,7 +23,7 @@ interface Ev {
 }
 
 for (const [what, name] of [
-  ['a 253-character NodeDisk name', `${'a'.repeat(60)}.${'b'.repeat(60)}.${'c'.repeat(60)}.${'d'.repeat(60)}-${'e'.repeat(10)}`],
+  ['a 253-character NodeDisk name', `${'a'.repeat(60)}.${'b'.repeat(60)}.${'c'.repeat(60)}.${'d'.repeat(60)}-${'e'.repeat(9)}`],
   ['a name just short enough for the plain form', 'n'.repeat(253 - 16)],
   ['a short name', 'node-a-disk1'],
 ] as const) {
