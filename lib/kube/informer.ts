@@ -191,8 +191,10 @@ export class Informer<T extends Obj> {
       for (const item of page.items) seen.set(item.metadata.name ?? '', this.transform(item));
       rv = page.metadata.resourceVersion ?? rv;
     }
+    const listedAt = { metadata: { resourceVersion: rv } };
     for (const [name, old] of this.cache) {
-      if (!seen.has(name)) {
+      // Not listed, unless the owner stored it from a write newer than the list (created after it).
+      if (!seen.has(name) && !isOlder(listedAt, old)) {
         this.cache.delete(name);
         this.handlers.onDelete?.(old);
       }

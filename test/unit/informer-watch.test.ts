@@ -134,6 +134,35 @@ test('a late watch event never replaces the newer object the owner stored from i
   t.deepEqual(seen, ['a@10', 'b@9', 'a@14', 'c@15']);
 });
 
+test('a relist keeps what the owner stored from a write newer than the list, and drops what is gone', async (t) => {
+  let lists = 0;
+  let expire: () => void = () => {};
+  const expired = new Promise<void>((resolve) => (expire = resolve));
+  const source: InformerSource<NodeDisk> = {
+    // The first list has a and b; the second (at 20) a older than the owner's write, and no c: c was
+    // created by the owner after that list's snapshot (25), b was deleted before it.
+    list: async () => (++lists === 1 ? { metadata: { resourceVersion: '10' }, items: [nd('a', '10'), nd('b', '9')] } : { metadata: { resourceVersion: '20' }, items: [nd('a', '18')] }),
+    watch: async function* () {
+      await new Promise((r) => setImmediate(r));
+      if (lists === 1) await expired; // the owner writes first
+      if (lists === 1) yield { type: 'ERROR', object: { kind: 'Status', code: 410, message: 'too old' } } as WatchEvent<NodeDisk>;
+      else await new Promise((r) => setTimeout(r, 50));
+    },
+  };
+  const inf = new Informer<NodeDisk>(source, {}, { log: silent, backoff: new Backoff({ initialMs: 1000, maxMs: 1000 }) });
+  const stop = new AbortController();
+  const done = inf.run(stop.signal);
+  await until('synced', () => inf.hasSynced);
+  inf.storeOwnWrite(nd('a', '19', 'Reserved'));
+  inf.storeOwnWrite(nd('c', '25'));
+  expire();
+  await until('relisted', () => lists >= 2 && !inf.cache.has('b'));
+  stop.abort();
+  await done;
+  t.is(inf.cache.get('a')?.metadata.resourceVersion, '19');
+  t.is(inf.cache.get('c')?.metadata.resourceVersion, '25');
+});
+
 test('resourceVersions that are not integers cannot be ordered: the newest event wins, as before', async (t) => {
   const src = scripted([nd('a', 'x1')]);
   const inf = new Informer<NodeDisk>(src.source, {}, { log: silent });
