@@ -299,6 +299,8 @@ export function continueAtEnd(text: string): string | undefined {
   return end < 0 ? undefined : text.slice(at + key.length, end) || undefined;
 }
 
+const DECIMAL = /^(0|[1-9]\d*)$/;
+
 /**
  * Whether `a` is older than `b` by resourceVersion. resourceVersions are opaque to clients in general, but
  * the API server's etcd storage makes them integers that grow with every write; client-go's MutationCache
@@ -308,6 +310,7 @@ export function continueAtEnd(text: string): string | undefined {
 export function isOlder(a: { metadata: ObjectMeta }, b: { metadata: ObjectMeta }): boolean {
   const x = a.metadata.resourceVersion;
   const y = b.metadata.resourceVersion;
-  if (!x || !y || !/^\d+$/.test(x) || !/^\d+$/.test(y)) return false;
-  return BigInt(x) < BigInt(y);
+  if (!x || !y || !DECIMAL.test(x) || !DECIMAL.test(y)) return false;
+  // As numbers, without parsing: a relist compares every cached object, and may be 50,000 of them.
+  return x.length !== y.length ? x.length < y.length : x < y;
 }

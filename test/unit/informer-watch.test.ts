@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import test from 'ava';
 import { NodeDiskClient, NODEDISKS_PATH } from '../../api/client.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { Informer, type InformerSource, type Listed } from '../../lib/kube/informer.ts';
+import { Informer, isOlder, type InformerSource, type Listed } from '../../lib/kube/informer.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import type { WatchEvent } from '../../lib/kube/watch.ts';
 import { Backoff } from '../../lib/runtime/backoff.ts';
@@ -206,4 +206,15 @@ test('the backoff grows while watches end at once, and is reset by a watch that 
   // Two short watches back off twice in a row (no reset by the relist between them), the third delivered
   // an event: reset; the fourth ends at once again and backs off from the start.
   t.deepEqual(calls.slice(0, 4), ['next', 'next', 'reset', 'next']);
+});
+
+test('resourceVersions compare as integers, not as text', (t) => {
+  const at = (rv: string) => ({ metadata: { resourceVersion: rv } });
+  t.true(isOlder(at('9'), at('10')));
+  t.false(isOlder(at('10'), at('9')));
+  t.true(isOlder(at('123'), at('124')));
+  t.false(isOlder(at('124'), at('124')));
+  t.true(isOlder(at('99999999999999999998'), at('99999999999999999999')));
+  t.false(isOlder(at('x1'), at('2')), 'not an integer: not ordered');
+  t.false(isOlder(at(''), at('2')));
 });
