@@ -137,11 +137,20 @@ export class Agent {
   }
 
   /**
-   * Whether a heartbeat may say "this node's reports are current": synced, the disk dir read and readable,
-   * the work loop turning. While the dir cannot be read the Lease lapses, and the controller says so.
+   * Whether a heartbeat may say "this node's reports are current": synced and still listing and watching
+   * its NodeDisks, the disk dir read and readable, the work loop turning. While it cannot see its NodeDisks
+   * (list or watch failing: RBAC revoked, a proxy that closes every watch) it would act on what it last saw,
+   * and while the dir cannot be read it would report a look it did not take: the Lease lapses then, and the
+   * controller shows the node's disks as stale (ADR 24).
    */
   private canRenew(): boolean {
-    return this.informer.hasSynced && this.discovery !== undefined && this.discoveryError === undefined && this.liveness() === undefined;
+    return (
+      this.informer.hasSynced &&
+      this.informer.error === undefined &&
+      this.discovery !== undefined &&
+      this.discoveryError === undefined &&
+      this.liveness() === undefined
+    );
   }
 
   private enqueue(diskID: string, queue: Set<string> = this.urgent): void {
@@ -398,7 +407,14 @@ export class Agent {
     }
 
     // Finalizer first, marker second; on release, marker first, finalizer last (ADR 12).
-    const desired = nd.spec.desired?.state ?? 'Available';
+    let desired = nd.spec.desired?.state ?? 'Available';
+    if (desired !== 'Reserved' && (await markerState(diskDir, diskID)).kind === 'present') {
+      // Removing a marker frees the disk: decide it on a fresh read, never on the cache alone, which may
+      // still hold a release the watch delivered late while the disk has been reserved again since. The cost
+      // is one GET per release, not one per reconcile.
+      nd = this.informer.storeOwnWrite(lean(await client.get(name)));
+      desired = nd.spec.desired?.state ?? 'Available';
+    }
     const deleting = nd.metadata.deletionTimestamp !== undefined;
     let actionError: string | undefined;
     if (desired === 'Reserved' && !isProtected(nd)) {
@@ -455,7 +471,7 @@ export class Agent {
         { apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: status } },
         { fieldManager: FIELD_MANAGER.agent },
       );
-      this.informer.cache.set(name, lean(updated));
+      this.informer.storeOwnWrite(lean(updated));
     } catch (err) {
       this.o.metrics.apiErrors.inc({ op: 'status' });
       throw err;
@@ -499,8 +515,8 @@ export class Agent {
       }
       nd = await client.get(name); // created by an earlier run of ours: carry on with it
     }
-    this.informer.cache.set(name, lean(nd));
-    return nd;
+    // Stored unless the watch already delivered a newer one: the cache never goes back in time.
+    return this.informer.storeOwnWrite(lean(nd));
   }
 
   /** Adds or removes the agent's finalizer; a stale resourceVersion (409) is retried once from a fresh read. */
@@ -523,8 +539,7 @@ export class Agent {
       throw err;
     }
     log.info(on ? 'reservation protection added' : 'reservation protection removed', { nodeDisk: nd.metadata.name, finalizer: FINALIZER });
-    this.informer.cache.set(nd.metadata.name ?? '', lean(updated));
-    return updated;
+    return this.informer.storeOwnWrite(lean(updated));
   }
 
   /**
@@ -547,7 +562,7 @@ export class Agent {
           { apiVersion: API_VERSION, kind: KIND, metadata: { name: aliasName }, status: { node: { ...next, lastSeenTime: now() } } },
           { fieldManager: FIELD_MANAGER.agent },
         );
-        this.informer.cache.set(aliasName, lean(updated));
+        this.informer.storeOwnWrite(lean(updated));
       } catch (err) {
         // Never let an alias hold up the real disk; the log and the alias's missing status tell the story.
         this.o.metrics.apiErrors.inc({ op: 'status' });

@@ -7,7 +7,7 @@
 // empty is combined with the similar ones (same type, reason and action) waiting with it, and they go out
 // as one event, "(combined from similar events): N NodeDisks, the last X: …", regarding the last of them,
 // when a token is back. A person's occasional label change still gets its own event at once.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { API_VERSION, KIND } from '../api/constants.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { TokenBucket } from '../lib/kube/ratelimit.ts';
@@ -85,7 +85,7 @@ export class EventRecorder {
   }
 
   private async post(nd: NodeDisk, type: EventType, reason: string, action: string, note: string): Promise<void> {
-    const name = `${nd.metadata.name}.${Date.now().toString(16)}${randomBytes(2).toString('hex')}`;
+    const name = eventName(nd.metadata.name ?? '', Date.now(), randomBytes(2).toString('hex'));
     try {
       await this.rest.request('POST', '/apis/events.k8s.io/v1/namespaces/default/events', {
         body: {
@@ -108,6 +108,27 @@ export class EventRecorder {
       this.log.warn('could not record event', { reason, nodeDisk: nd.metadata.name, error: (err as Error).message });
     }
   }
+}
+
+/** An Event's name is a DNS subdomain, as any object's: at most 253 characters. */
+const MAX_NAME = 253;
+const HASH_HEX = 10;
+
+/**
+ * The Event's name: `<object name>.<hex time>` as client-go's recorders name them (here ms plus 4 random hex
+ * digits, so two events of one millisecond differ). A NodeDisk's name may take all 253 characters, and the
+ * Event would then be refused, every time: the object's name is then cut and ends in `-` and 10 hex digits
+ * of its SHA-256, so the name stays valid, still starts like the object's, and names of different objects
+ * cut alike still differ (client-go falls back to a random UUID; a person reading `kubectl get events`
+ * is better served by the object's name). The Event's `regarding` always carries the full name.
+ */
+export function eventName(objectName: string, nowMs: number, random: string): string {
+  const suffix = `.${nowMs.toString(16)}${random}`;
+  if (objectName.length + suffix.length <= MAX_NAME) return `${objectName}${suffix}`;
+  const hash = createHash('sha256').update(objectName).digest('hex').slice(0, HASH_HEX);
+  // Cut where a DNS label may end: not after a '.' or a '-'.
+  const head = objectName.slice(0, MAX_NAME - suffix.length - HASH_HEX - 1).replace(/[.-]+$/, '');
+  return `${head}-${hash}${suffix}`;
 }
 
 /** The request was stopped by its term ending (shutdown, or leadership lost), not refused. */

@@ -2,13 +2,19 @@
 // - a paged list, then a watch from the list's resourceVersion, with bookmarks;
 // - 410 Gone (resourceVersion too old) → relist; a watch the server ends → rewatch from the last version;
 // - other errors → backoff with jitter, then relist;
+// - a watch that ends at once with no events (a proxy or load balancer that closes long requests) is an
+//   error too, as client-go's reflector judges a watch of under a second with no items: without that, the
+//   informer would re-open it in a tight loop. The backoff grows until a watch proves healthy (an event, or
+//   open for that second), not at each successful relist between two such watches;
+// - the cache never goes back in time: an object older than the cached one (by resourceVersion) does not
+//   replace it (see storeOwnWrite);
 // - a watchdog aborts a watch that has been silent for longer than the server was asked to keep it open,
 //   so a half-dead connection (API server gone without a FIN) cannot stall us forever.
 import type { ObjectMeta } from '../../api/v1alpha1/types.ts';
 import { Backoff, sleep } from '../runtime/backoff.ts';
 import type { Logger } from '../runtime/log.ts';
 import { isApiError } from './errors.ts';
-import type { WatchEvent } from './watch.ts';
+import { endedAtOnce, MIN_WATCH_MS, type WatchEvent } from './watch.ts';
 
 export interface Listed<T> {
   metadata: { resourceVersion?: string; continue?: string };
@@ -40,6 +46,8 @@ export interface InformerOptions<T = unknown> {
   watchTimeoutSeconds?: number;
   /** Extra silence tolerated beyond the watch timeout before the watchdog aborts it. */
   watchdogGraceMs?: number;
+  /** A watch that ends sooner than this with no event failed (client-go's reflector: one second). */
+  minWatchMs?: number;
   backoff?: Backoff;
   /**
    * Applied to every object from the list and the watch before it is cached or handed to a handler, as
@@ -55,6 +63,8 @@ export class Informer<T extends Obj> {
   readonly cache = new Map<string, T>();
   private synced = false;
   private lastError: Error | undefined;
+  /** Whether lastError came from a watch: only a healthy watch clears it, not the relist before it. */
+  private watchFailing = false;
   private readonly o: Required<Omit<InformerOptions<T>, 'transform'>>;
   private readonly transform: (obj: T) => T;
   private readonly source: InformerSource<T>;
@@ -69,6 +79,7 @@ export class Informer<T extends Obj> {
       pageSize: 500,
       watchTimeoutSeconds: 300,
       watchdogGraceMs: 30_000,
+      minWatchMs: MIN_WATCH_MS,
       backoff: new Backoff({ initialMs: 500, maxMs: 30_000 }),
       ...rest,
     };
@@ -79,9 +90,27 @@ export class Informer<T extends Obj> {
     return this.synced;
   }
 
-  /** The error of the last failed list or watch, cleared by the next success. */
+  /**
+   * The error of the last failed list or watch, cleared by the next success: a list error by a list, a
+   * watch error by a healthy watch (so a watch that keeps failing after good lists stays an error).
+   */
   get error(): Error | undefined {
     return this.lastError;
+  }
+
+  /**
+   * Stores an object its owner got back from its own write (or a fresh read) in the cache, unless the
+   * cache already holds a newer one. The watch reports that write later, and may first report changes from
+   * before it: those must not replace it, or the owner would act on an older spec than it has seen (remove
+   * the marker of a disk just reserved again). Returns the object now cached.
+   */
+  storeOwnWrite(obj: T): T {
+    const o = this.transform(obj);
+    const name = o.metadata.name ?? '';
+    const cached = this.cache.get(name);
+    if (cached && isOlder(o, cached)) return cached;
+    this.cache.set(name, o);
+    return o;
   }
 
   /** Runs until `signal` aborts. Never throws: errors are logged and retried. */
@@ -90,8 +119,8 @@ export class Informer<T extends Obj> {
       let rv: string;
       try {
         rv = await this.relist();
-        this.o.backoff.reset();
-        this.lastError = undefined;
+        // Not a backoff reset: a list that works between watches that end at once proves nothing.
+        if (!this.watchFailing) this.lastError = undefined;
       } catch (err) {
         this.fail('list failed', err as Error);
         await sleep(this.o.backoff.next(), signal);
@@ -103,6 +132,7 @@ export class Informer<T extends Obj> {
         if (result.kind === 'relist') break;
         if (result.kind === 'error') {
           this.fail('watch failed', result.error);
+          this.watchFailing = true;
           await sleep(this.o.backoff.next(), signal);
           break;
         }
@@ -113,6 +143,7 @@ export class Informer<T extends Obj> {
 
   private fail(what: string, err: Error): void {
     this.lastError = err;
+    this.watchFailing = false;
     this.o.log.warn(what, { error: err.message });
   }
 
@@ -160,14 +191,17 @@ export class Informer<T extends Obj> {
       for (const item of page.items) seen.set(item.metadata.name ?? '', this.transform(item));
       rv = page.metadata.resourceVersion ?? rv;
     }
+    const listedAt = { metadata: { resourceVersion: rv } };
     for (const [name, old] of this.cache) {
-      if (!seen.has(name)) {
+      // Not listed, unless the owner stored it from a write newer than the list (created after it).
+      if (!seen.has(name) && !isOlder(listedAt, old)) {
         this.cache.delete(name);
         this.handlers.onDelete?.(old);
       }
     }
     for (const [name, obj] of seen) {
       const old = this.cache.get(name);
+      if (old && isOlder(obj, old)) continue; // the owner stored a newer one meanwhile (storeOwnWrite)
       this.cache.set(name, obj);
       if (!old || old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.handlers.onUpsert?.(obj, old);
     }
@@ -195,10 +229,28 @@ export class Informer<T extends Obj> {
       }, timeoutSeconds * 1000 + this.o.watchdogGraceMs);
     };
     let rv = resourceVersion;
+    const opened = Date.now();
+    let events = 0;
+    let healthy = false;
+    // A watch is healthy once it delivered an event or stayed open minWatchMs: the backoff starts over, and
+    // a watch error is cleared.
+    const proven = () => {
+      if (healthy) return;
+      healthy = true;
+      clearTimeout(provenTimer);
+      this.o.backoff.reset();
+      if (this.watchFailing) this.lastError = undefined;
+      this.watchFailing = false;
+    };
+    const provenTimer = setTimeout(proven, this.o.minWatchMs);
     try {
       arm();
       for await (const ev of this.source.watch({ resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds }, inner.signal)) {
         arm();
+        if (ev.type !== 'ERROR') {
+          events++;
+          proven();
+        }
         if (ev.type === 'ERROR') {
           if (ev.object.code === 410) return { kind: 'relist' };
           return { kind: 'error', error: new Error(ev.object.message ?? 'watch error') };
@@ -207,19 +259,24 @@ export class Informer<T extends Obj> {
         if (ev.type === 'BOOKMARK') continue;
         const obj = this.transform(ev.object);
         const name = obj.metadata.name ?? '';
+        const old = this.cache.get(name);
+        // Older than what is cached: the owner stored its own, newer write (storeOwnWrite); a late event
+        // must not take the cache back in time, nor a late DELETED drop an object re-created since.
+        if (old && isOlder(obj, old)) continue;
         if (ev.type === 'DELETED') {
           this.cache.delete(name);
           this.handlers.onDelete?.(obj);
         } else {
-          const old = this.cache.get(name);
           this.cache.set(name, obj);
           this.handlers.onUpsert?.(obj, old);
         }
       }
-      this.o.backoff.reset();
-      this.lastError = undefined;
-      // The server closed the watch (its timeout) or the watchdog did: watch again from where we are.
-      return watchdogFired ? { kind: 'relist' } : { kind: 'continue', resourceVersion: rv };
+      if (watchdogFired) return { kind: 'relist' };
+      if (endedAtOnce(opened, events, this.o.minWatchMs) && !outer.aborted) {
+        return { kind: 'error', error: new Error(`the watch ended at once with no events (after ${Date.now() - opened} ms); a proxy or load balancer may be closing it`) };
+      }
+      // The server closed the watch (its timeout): watch again from where we are.
+      return { kind: 'continue', resourceVersion: rv };
     } catch (err) {
       if (outer.aborted) return { kind: 'continue', resourceVersion: rv };
       if (watchdogFired) return { kind: 'relist' };
@@ -227,6 +284,7 @@ export class Informer<T extends Obj> {
       return { kind: 'error', error: err as Error };
     } finally {
       clearTimeout(silentTimer);
+      clearTimeout(provenTimer);
       outer.removeEventListener('abort', abort);
     }
   }
@@ -239,4 +297,20 @@ export function continueAtEnd(text: string): string | undefined {
   if (at < 0 || at < text.lastIndexOf('"items":[')) return undefined;
   const end = text.indexOf('"', at + key.length);
   return end < 0 ? undefined : text.slice(at + key.length, end) || undefined;
+}
+
+const DECIMAL = /^(0|[1-9]\d*)$/;
+
+/**
+ * Whether `a` is older than `b` by resourceVersion. resourceVersions are opaque to clients in general, but
+ * the API server's etcd storage makes them integers that grow with every write; client-go's MutationCache
+ * compares them as integers for exactly this (an object from our own write against a late watch event).
+ * Anything that is not an integer cannot be ordered: then nothing is older and the newest event wins.
+ */
+export function isOlder(a: { metadata: ObjectMeta }, b: { metadata: ObjectMeta }): boolean {
+  const x = a.metadata.resourceVersion;
+  const y = b.metadata.resourceVersion;
+  if (!x || !y || !DECIMAL.test(x) || !DECIMAL.test(y)) return false;
+  // As numbers, without parsing: a relist compares every cached object, and may be 50,000 of them.
+  return x.length !== y.length ? x.length < y.length : x < y;
 }

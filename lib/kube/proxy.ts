@@ -32,16 +32,18 @@ function envAny(env: NodeJS.ProcessEnv, names: string[]): { name: string; value:
 }
 
 /** A proxy URL as Go parses one: without a scheme, http:// is assumed. */
-function parseProxyUrl(value: string, source: string, schemes: string[]): URL {
+function parseProxyUrl(raw: string, source: string, schemes: string[]): URL {
+  // Messages quote the setting, never its password (a proxy's credentials often live in HTTPS_PROXY).
+  const value = redactedText(raw);
   let url: URL | undefined;
   try {
-    url = new URL(value);
+    url = new URL(raw);
   } catch {
     url = undefined;
   }
-  if ((!url || !url.host) && !value.includes('://')) {
+  if ((!url || !url.host) && !raw.includes('://')) {
     try {
-      url = new URL(`http://${value}`);
+      url = new URL(`http://${raw}`);
     } catch {
       throw new ProxyConfigError(`${source} ${JSON.stringify(value)} is not a valid proxy URL; it must look like http://proxy.example.com:3128`);
     }
@@ -171,10 +173,24 @@ export function proxyFor(server: string, proxyUrl: Proxy | undefined, env: NodeJ
   return proxyUrl ?? environmentProxy(server, env);
 }
 
-/** A proxy URL for messages: without its user and password. */
+/** A proxy URL for messages and logs, as Go's url.Redacted: the user kept, the password `xxxxx`. */
 export function redactedProxy(url: URL): string {
   const u = new URL(url.href);
-  u.username = '';
-  u.password = '';
+  if (u.password) u.password = 'xxxxx';
   return u.href.replace(/\/$/, '');
+}
+
+/**
+ * A proxy setting's text for messages, even one that is no URL at all: the password of its user info
+ * (between the first ':' and the last '@' of the authority) replaced by `xxxxx`, as url.Redacted would.
+ */
+export function redactedText(value: string): string {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(value)?.[0] ?? '';
+  const rest = value.slice(scheme.length);
+  const end = rest.search(/[/?#]/);
+  const authority = end < 0 ? rest : rest.slice(0, end);
+  const at = authority.lastIndexOf('@');
+  const colon = authority.indexOf(':');
+  if (at < 0 || colon < 0 || colon > at) return value;
+  return `${scheme}${authority.slice(0, colon)}:xxxxx${rest.slice(at)}`;
 }

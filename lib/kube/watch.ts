@@ -2,6 +2,18 @@
 import type { Status } from './errors.ts';
 import type { Query, RestClient } from './rest.ts';
 
+/**
+ * A watch shorter than this that delivered no event did not work, as client-go's reflector judges one
+ * ("very short watch"): a proxy or load balancer that closes long requests ends every watch at once, and
+ * re-opening it at once would spin. Its callers back off then, and start over after a healthy watch.
+ */
+export const MIN_WATCH_MS = 1000;
+
+/** Whether a watch opened at `openedMs` that delivered `events` events ended too soon to count as working. */
+export function endedAtOnce(openedMs: number, events: number, minMs = MIN_WATCH_MS, now = Date.now()): boolean {
+  return events === 0 && now - openedMs < minMs;
+}
+
 export type WatchEvent<T> =
   | { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK'; object: T }
   | { type: 'ERROR'; object: Status };

@@ -1,6 +1,8 @@
 // kubectl nodedisks list -w / --watch-only: like kubectl get -w, the list first (unless --watch-only),
 // then one row (or object) per change, lined up under the first table, until interrupted.
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { endedAtOnce } from '../../lib/kube/watch.ts';
+import { Backoff, sleep } from '../../lib/runtime/backoff.ts';
 import type { Session } from '../context.ts';
 import { EXIT, PluginError } from '../errors.ts';
 import { PrintState, printNodeDisks, type PrintOptions } from '../printers.ts';
@@ -19,14 +21,21 @@ export async function watchList(session: Session, names: string[], f: SelectionF
     else for (const nd of first) await printNodeDisks([nd], { ...o, single: true }, session.io.out, state);
   }
   const client = session.client();
+  // A watch that ends at once with no event (a proxy closing long requests) is not re-opened at once.
+  const backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
   for (;;) {
+    const opened = Date.now();
+    let events = 0;
     // The API server ends a watch after a while: carry on from the last version seen, as a long -w must.
     for await (const ev of client.watch({ ...sel, resourceVersion, allowWatchBookmarks: true })) {
+      events++;
       if (ev.type === 'ERROR') {
         throw new PluginError(`the watch ended: ${ev.object.message ?? ev.object.reason ?? 'error'}; run the command again`, EXIT.error);
       }
       resourceVersion = ev.object.metadata.resourceVersion ?? resourceVersion;
       if (ev.type !== 'BOOKMARK' && wanted(ev.object)) await printNodeDisks([ev.object], { ...o, single: true }, session.io.out, state);
     }
+    if (endedAtOnce(opened, events)) await sleep(backoff.next());
+    else backoff.reset();
   }
 }

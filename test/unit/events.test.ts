@@ -3,7 +3,7 @@
 import { createServer } from 'node:http';
 import test from 'ava';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { EventRecorder } from '../../controller/events.ts';
+import { EventRecorder, eventName } from '../../controller/events.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { tokenAccess } from './_access.ts';
@@ -88,4 +88,17 @@ test('events of a different reason are combined apart, and a quiet recorder post
   await recorder.record(disk(5), 'Normal', 'AutoReleased', 'Release', 'five');
   t.is(srv.posted.at(-1)?.note, 'five');
   recorder.close();
+});
+
+test('an Event name fits 253 characters whatever the NodeDisk name, and names of objects cut alike still differ', (t) => {
+  const long = (tail: string) => `${'a'.repeat(236)}.${tail}`;
+  const a = eventName(long('x'.repeat(16)), 0x18f00000000, 'beef');
+  const b = eventName(long('y'.repeat(16)), 0x18f00000000, 'beef');
+  for (const n of [a, b]) {
+    t.true(n.length <= 253, n);
+    t.regex(n, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'a DNS subdomain: no label ends in . or -');
+  }
+  t.not(a, b);
+  t.true(a.startsWith('a'.repeat(200)));
+  t.is(eventName('node-a-disk1', 0x18f00000000, 'beef'), 'node-a-disk1.18f00000000beef', "client-go's <object>.<hex time> when it fits");
 });

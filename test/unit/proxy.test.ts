@@ -1,7 +1,9 @@
 // Which proxy a request takes (lib/kube/proxy.ts), case by case as Go's httpproxy (kubectl) decides.
 // The same rules against real proxies and the real kubectl: test/integration/proxy.test.ts.
 import test from 'ava';
-import { environmentProxy, kubeconfigProxy, proxyFor, ProxyConfigError } from '../../lib/kube/proxy.ts';
+import { environmentProxy, kubeconfigProxy, proxyFor, ProxyConfigError, redactedProxy } from '../../lib/kube/proxy.ts';
+import { RestClient } from '../../lib/kube/rest.ts';
+import { tokenAccess } from './_access.ts';
 
 const P = 'http://proxy.corp:3128';
 const via = (server: string, env: NodeJS.ProcessEnv) => environmentProxy(server, env)?.url.href;
@@ -79,4 +81,27 @@ test('unsupported schemes and malformed proxies are errors naming the setting an
   t.is(via('https://api.corp', { HTTPS_PROXY: 'socks5h://socks.corp:1080' }), 'socks5h://socks.corp:1080');
   t.throws(() => via('https://api.corp', { HTTPS_PROXY: 'ftp://proxy.corp' }), { message: /^HTTPS_PROXY "ftp:\/\/proxy\.corp" uses the unsupported scheme "ftp"; use http, https, socks5, socks5h$/ });
   t.throws(() => kubeconfigProxy('http://', 'prod'), { message: /proxy-url of cluster "prod" "http:\/\/" is not a valid proxy URL/ });
+});
+
+test("a proxy's password is never printed: errors show it as Go's url.Redacted does (user:xxxxx@)", async (t) => {
+  const refused = [
+    () => via('https://api.corp', { HTTPS_PROXY: 'ftp://alice:s3cret@proxy.corp' }),
+    () => kubeconfigProxy('gopher://alice:s3cret@proxy.corp:70', 'prod'),
+    () => kubeconfigProxy('http://alice:s3cret@', 'prod'),
+    () => via('https://api.corp', { HTTPS_PROXY: 'alice:s3cret@proxy corp:3128' }),
+  ];
+  for (const f of refused) {
+    const err = t.throws(f, { instanceOf: ProxyConfigError });
+    t.false(err?.message.includes('s3cret'), err?.message);
+    t.regex(err?.message ?? '', /alice:xxxxx@/, 'the user is shown, the password is not');
+  }
+  t.is(redactedProxy(new URL('http://alice:s3cret@proxy.corp:3128')), 'http://alice:xxxxx@proxy.corp:3128');
+  t.is(redactedProxy(new URL('http://alice@proxy.corp:3128')), 'http://alice@proxy.corp:3128');
+  t.is(redactedProxy(new URL('http://proxy.corp:3128')), 'http://proxy.corp:3128');
+  // A request that cannot reach the proxy names it, without its password.
+  const proxy = environmentProxy('https://api.corp', { HTTPS_PROXY: 'http://alice:s3cret@127.0.0.1:1' })!;
+  const rest = new RestClient({ ...tokenAccess('https://api.corp', 't'), proxy }, { timeoutMs: 2000 });
+  const err = await t.throwsAsync(rest.request('GET', '/version'));
+  t.regex(err?.message ?? '', /through the proxy http:\/\/alice:xxxxx@127\.0\.0\.1:1 \(HTTPS_PROXY\)/);
+  t.false(err?.message.includes('s3cret'), err?.message);
 });
