@@ -13,7 +13,7 @@ import { constants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { MARKER_CONTENT } from '../api/constants.ts';
-import { fileTypeOf, markerName } from './discover.ts';
+import { fileTypeOf, markerName, type FileType } from './discover.ts';
 
 export type MarkerState =
   | { kind: 'absent' }
@@ -22,16 +22,7 @@ export type MarkerState =
   /** Something the agent will not touch or cannot inspect (a link, a directory): a person fixes it. */
   | { kind: 'invalid'; reason: string };
 
-interface StatLike {
-  size: number;
-  isFile(): boolean;
-  isDirectory(): boolean;
-  isSymbolicLink(): boolean;
-  isFIFO(): boolean;
-  isSocket(): boolean;
-  isBlockDevice(): boolean;
-  isCharacterDevice(): boolean;
-}
+type StatLike = { size: number } & FileType;
 
 /** The file-system calls that look at a marker (tests swap an entry between two of them, or count reads). */
 export interface MarkerFs {

@@ -2,6 +2,7 @@
 // logs printed when a test fails.
 import type { TestFn } from 'ava';
 import { NodeDiskClient } from '../../api/client.ts';
+import { ApiError } from '../../lib/kube/errors.ts';
 import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { ControlPlane, type Identity, type StartOptions } from '../harness/controlplane.ts';
@@ -39,4 +40,16 @@ export async function openNodeDiskWatches(cp: ControlPlane): Promise<number> {
     .split('\n')
     .filter((l) => l.startsWith('apiserver_longrunning_requests{') && l.includes('resource="nodedisks"') && l.includes('verb="WATCH"'))
     .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+/** The API server's refusal of `p`, for tests that try what an identity must not do; fails the test if it was allowed. */
+export async function denied(t: { fail: (m: string) => void }, p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+  t.fail('the API server allowed it');
+  throw new Error('allowed');
 }

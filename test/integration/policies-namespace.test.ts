@@ -9,13 +9,12 @@ import { join } from 'node:path';
 import test from 'ava';
 import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
-import { ApiError } from '../../lib/kube/errors.ts';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { KubectlError } from '../harness/controlplane.ts';
 import { seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
 import { eventually } from '../harness/wait.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
-import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
+import { denied, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const NAMESPACE = 'storage-team';
 const controlPlane = useControlPlane(test, { kustomization: join(REPO_ROOT, 'test/fixtures/kustomize/other-namespace'), namespace: NAMESPACE });
@@ -27,17 +26,6 @@ const heartbeat = (node: string) => ({
   metadata: { name: `node-disks-agent-${node}` },
   spec: { holderIdentity: node, leaseDurationSeconds: 240, renewTime: new Date().toISOString().replace(/Z$/, '000Z') },
 });
-
-async function denied(t: { fail: (m: string) => void }, p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ApiError) return err;
-    throw err;
-  }
-  t.fail('the API server allowed it');
-  throw new Error('allowed');
-}
 
 test('the install lives in storage-team only, and the identities are its ServiceAccounts', async (t) => {
   const cp = controlPlane();

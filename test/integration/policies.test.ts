@@ -7,24 +7,12 @@ import test from 'ava';
 import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../../api/constants.ts';
 import { labelValue } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { ApiError } from '../../lib/kube/errors.ts';
 import { REPO_ROOT } from '../../scripts/lib/paths.ts';
 import { newNodeDisk } from '../fixtures/nodedisks.ts';
-import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
+import { denied, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 const meta = (name: string) => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name } }) as const;
-
-async function denied(t: { fail: (m: string) => void }, p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ApiError) return err;
-    throw err;
-  }
-  t.fail('the API server allowed it');
-  throw new Error('allowed');
-}
 
 test.serial.before(async () => {
   const cp = controlPlane();
