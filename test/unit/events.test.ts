@@ -58,10 +58,12 @@ test('a burst of 1,000 events for 1,000 NodeDisks posts the burst, then one comb
   t.teardown(srv.close);
   const recorder = new EventRecorder(srv.rest, 'unit', silent, { burst: 25, refillMs: 200 });
   await Promise.all(Array.from({ length: 1000 }, (_, i) => recorder.record(disk(i), 'Normal', 'AutoReserved', 'Reserve', `reserved d${i}`)));
-  t.true(srv.posted.length <= 25, `${srv.posted.length} events posted at once`);
-  // The rest are not lost: they come as one combined event once a token is back.
-  await until('a combined event', () => srv.posted.some((e) => e.note.startsWith('(combined from similar events)')));
-  const combined = srv.posted.filter((e) => e.note.startsWith('(combined from similar events)'));
+  // The rest are not lost: they come as one combined event once a token is back (which, on a loaded
+  // machine, may be before the burst's own posts have all been answered: so count by kind, not by time).
+  const isCombined = (e: { note: string }) => e.note.startsWith('(combined from similar events)');
+  await until('a combined event', () => srv.posted.some(isCombined));
+  t.is(srv.posted.filter((e) => !isCombined(e)).length, 25, 'the burst, posted one by one');
+  const combined = srv.posted.filter(isCombined);
   t.is(combined.length, 1);
   t.regex(combined[0]!.note, /^\(combined from similar events\): 975 NodeDisks, the last d999: reserved d999/);
   t.is(combined[0]!.reason, 'AutoReserved');
