@@ -10,11 +10,11 @@ import test from 'ava';
 import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { KubectlError } from '../harness/controlplane.ts';
-import { seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
-import { eventually } from '../harness/wait.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { KubectlError } from '../../hack/controlplane/controlplane.ts';
+import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const NAMESPACE = 'storage-team';

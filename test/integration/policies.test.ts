@@ -8,8 +8,8 @@ import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE, LABEL_
 import { labelValue } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

@@ -1,9 +1,9 @@
 // Product and release code stand apart from the test harness: nothing they import or copy comes from
-// test/ (what both need lives in scripts/lib/), and the README points at nothing outside the repository.
+// test/ (what both need lives in hack/lib/), and the README points at nothing outside the repository.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import test from 'ava';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 
 function tsFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -14,9 +14,9 @@ function tsFiles(dir: string): string[] {
 }
 
 const PRODUCT = [
-  ...['api', 'lib', 'agent', 'controller', 'plugin', 'scripts/lib'].flatMap((d) => tsFiles(join(REPO_ROOT, d))),
-  join(REPO_ROOT, 'scripts/build.ts'),
-  join(REPO_ROOT, 'scripts/release.ts'),
+  ...['api', 'lib', 'agent', 'controller', 'plugin', 'hack/lib'].flatMap((d) => tsFiles(join(REPO_ROOT, d))),
+  join(REPO_ROOT, 'hack/build.ts'),
+  join(REPO_ROOT, 'hack/release.ts'),
 ];
 
 test('product and release code import nothing from test/', (t) => {
