@@ -1,13 +1,13 @@
 // The local cluster (`npm run cluster`), measured: a warm start (binaries cached) to nine NodeDisks,
 // label → marker file on a real node (and back), the memory of each component, the teardown.
 // `sudo npm run bench:cluster`. The cold build of kubelet & co. is printed by `npm run cluster` (and
-// `node test/cluster/ensure.ts`) on a machine without the cache.
+// `node hack/cluster/ensure.ts`) on a machine without the cache.
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureBinaries } from '../test/controlplane/binaries.ts';
-import { sh, sleep } from '../test/cluster/host.ts';
-import { readState } from '../test/cluster/state.ts';
-import { clusterEnv, startCluster, UP, waitForOutput } from '../test/e2e/cluster-run.ts';
+import { ensureBinaries } from '../hack/controlplane/binaries.ts';
+import { sh, sleep } from '../hack/cluster/host.ts';
+import { readState } from '../hack/cluster/state.ts';
+import { clusterEnv, startCluster, UP, waitForOutput } from '../hack/cluster/run.ts';
 
 const SAMPLES = Number(process.env.SAMPLES ?? 5);
 const { dataDir, env } = clusterEnv();

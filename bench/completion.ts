@@ -9,9 +9,9 @@ import { NodeDiskClient } from '../api/client.ts';
 import { nodeDiskName } from '../api/names.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
-import { newNodeDisk } from '../test/fixtures/nodedisks.ts';
-import { ControlPlane } from '../test/harness/controlplane.ts';
-import { REPO_ROOT } from '../scripts/lib/paths.ts';
+import { newNodeDisk } from '../hack/lib/nodedisks.ts';
+import { ControlPlane } from '../hack/controlplane/controlplane.ts';
+import { REPO_ROOT } from '../hack/lib/paths.ts';
 
 const SIZES = (process.env.SIZES ?? '10000,50000').split(',').map(Number);
 const NODES = Number(process.env.NODES ?? 200);

@@ -1,7 +1,7 @@
 // Measures the test control plane: how long a warm start takes (etcd + kube-apiserver ready, CRD and
 // RBAC installed) and how long a bare start takes, over several runs. `npm run bench:controlplane`.
 // The cold build time is printed by `npm run controlplane` on a machine without the cache.
-import { ControlPlane } from '../test/harness/controlplane.ts';
+import { ControlPlane } from '../hack/controlplane/controlplane.ts';
 
 const runs = Number(process.env.RUNS ?? 5);
 

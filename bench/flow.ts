@@ -10,9 +10,9 @@ import { NodeDiskClient } from '../api/client.ts';
 import { nodeDiskName } from '../api/names.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
-import { ControlPlane } from '../test/harness/controlplane.ts';
-import { seedDisks, startAgent, startController, type Program } from '../test/harness/programs.ts';
-import { eventually } from '../test/harness/wait.ts';
+import { ControlPlane } from '../hack/controlplane/controlplane.ts';
+import { seedDisks, startAgent, startController, type Program } from '../hack/lib/programs.ts';
+import { eventually } from '../hack/lib/wait.ts';
 
 const DISKS = Number(process.env.DISKS ?? 300);
 const SAMPLES = Number(process.env.SAMPLES ?? 20);

@@ -20,8 +20,8 @@ import { isAbsolute, join } from 'node:path';
 import { NodeDiskClient } from '../api/client.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
-import { ControlPlane } from '../test/harness/controlplane.ts';
-import { REPO_ROOT } from '../scripts/lib/paths.ts';
+import { ControlPlane } from '../hack/controlplane/controlplane.ts';
+import { REPO_ROOT } from '../hack/lib/paths.ts';
 import { populateReported } from './lib/fleet.ts';
 
 const SIZES = (process.env.SIZES ?? '9,300').split(',').map(Number);

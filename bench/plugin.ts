@@ -9,8 +9,8 @@ import { NodeDiskClient } from '../api/client.ts';
 import { diskPath, nodeDiskName } from '../api/names.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
-import { ControlPlane } from '../test/harness/controlplane.ts';
-import { REPO_ROOT } from '../scripts/lib/paths.ts';
+import { ControlPlane } from '../hack/controlplane/controlplane.ts';
+import { REPO_ROOT } from '../hack/lib/paths.ts';
 
 const SIZES = (process.env.SIZES ?? '300,10000').split(',').map(Number);
 const RUNS = Number(process.env.RUNS ?? 7);

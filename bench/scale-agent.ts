@@ -12,10 +12,10 @@ import { NodeDiskClient } from '../api/client.ts';
 import { DEFAULT_DISK_DIR } from '../api/constants.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
-import { REPO_ROOT } from '../scripts/lib/paths.ts';
-import { ControlPlane } from '../test/harness/controlplane.ts';
-import { Program, seedDisks } from '../test/harness/programs.ts';
-import { eventually } from '../test/harness/wait.ts';
+import { REPO_ROOT } from '../hack/lib/paths.ts';
+import { ControlPlane } from '../hack/controlplane/controlplane.ts';
+import { Program, seedDisks } from '../hack/lib/programs.ts';
+import { eventually } from '../hack/lib/wait.ts';
 
 const DISKS = Number(process.env.SCALE_DISKS ?? 300);
 const WINDOW_S = Number(process.env.SCALE_WINDOW ?? 120);

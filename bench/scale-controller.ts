@@ -14,12 +14,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { REPO_ROOT } from '../scripts/lib/paths.ts';
+import { REPO_ROOT } from '../hack/lib/paths.ts';
 import type { NodeDiskClient } from '../api/client.ts';
-import { ControlPlane } from '../test/harness/controlplane.ts';
-import { CONTROLLER_MAIN } from '../test/harness/programs.ts';
-import { ServerProcess } from '../test/harness/process.ts';
-import { eventually } from '../test/harness/wait.ts';
+import { ControlPlane } from '../hack/controlplane/controlplane.ts';
+import { CONTROLLER_MAIN } from '../hack/lib/programs.ts';
+import { ServerProcess } from '../hack/lib/process.ts';
+import { eventually } from '../hack/lib/wait.ts';
 import {
   adminClient,
   apiserverRequests,

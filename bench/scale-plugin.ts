@@ -17,8 +17,8 @@ import { isAbsolute, join } from 'node:path';
 import { NodeDiskClient } from '../api/client.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
-import { ControlPlane } from '../test/harness/controlplane.ts';
-import { REPO_ROOT } from '../scripts/lib/paths.ts';
+import { ControlPlane } from '../hack/controlplane/controlplane.ts';
+import { REPO_ROOT } from '../hack/lib/paths.ts';
 import { populateReported } from './lib/fleet.ts';
 
 // SCALE_N may list several sizes (10000,50000): one population grows through all of them.

@@ -7,8 +7,8 @@ import { diskPath, nodeDiskName } from '../../api/names.ts';
 import { NodeDiskClient } from '../../api/client.ts';
 import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 import { readBody, RestClient } from '../../lib/kube/rest.ts';
-import { newNodeDisk } from '../../test/fixtures/nodedisks.ts';
-import type { ControlPlane } from '../../test/harness/controlplane.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
+import type { ControlPlane } from '../../hack/controlplane/controlplane.ts';
 
 export interface FleetOptions {
   /** How many NodeDisks in all. */

@@ -4,10 +4,10 @@
 import test from 'ava';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureBinaries } from '../controlplane/binaries.ts';
-import { readSysctls, sh } from '../cluster/host.ts';
-import { leftovers } from '../cluster/state.ts';
-import { assertNothingLeft as nothingLeft, clusterEnv, onNode, startCluster as start, waitForOutput } from './cluster-run.ts';
+import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
+import { readSysctls, sh } from '../../hack/cluster/host.ts';
+import { leftovers } from '../../hack/cluster/state.ts';
+import { assertNothingLeft as nothingLeft, clusterEnv, onNode, startCluster as start, waitForOutput } from '../../hack/cluster/run.ts';
 
 const { dataDir, env } = clusterEnv();
 const before = await readSysctls();

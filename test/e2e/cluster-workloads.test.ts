@@ -6,10 +6,10 @@
 import test, { type ExecutionContext } from 'ava';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureBinaries } from '../controlplane/binaries.ts';
-import { DISK_DIR, NODE_NAMES } from '../cluster/cluster.ts';
-import { readSysctls, sh } from '../cluster/host.ts';
-import { assertNothingLeft, clusterEnv, nodeControl, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from './cluster-run.ts';
+import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
+import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/cluster.ts';
+import { readSysctls, sh } from '../../hack/cluster/host.ts';
+import { assertNothingLeft, clusterEnv, nodeControl, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
 
 const NS = 'node-disks-system';
 const LABEL = 'localtest.example.com/auto-reserve';

@@ -2,7 +2,7 @@
 // could not start), stdout and stderr. Never rejects: a failing command is a result, not an exception.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 
 /** The plugin's single executable, as `npm run build` leaves it and krew ships it. */
 export const PLUGIN_BIN = join(REPO_ROOT, 'dist', 'bin', 'kubectl-nodedisks');

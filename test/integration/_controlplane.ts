@@ -5,7 +5,7 @@ import { NodeDiskClient } from '../../api/client.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
-import { ControlPlane, type Identity, type StartOptions } from '../harness/controlplane.ts';
+import { ControlPlane, type Identity, type StartOptions } from '../../hack/controlplane/controlplane.ts';
 
 export function useControlPlane(test: TestFn, opts: StartOptions = {}): () => ControlPlane {
   let cp: ControlPlane | undefined;

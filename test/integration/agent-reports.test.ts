@@ -8,8 +8,8 @@ import test from 'ava';
 import { API_VERSION, FIELD_MANAGER, KIND, LABEL_DISK, LABEL_NODE } from '../../api/constants.ts';
 import { diskPath, labelValue, nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { seedDisks, startAgent, type Program } from '../harness/programs.ts';
-import { eventually } from '../harness/wait.ts';
+import { seedDisks, startAgent, type Program } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

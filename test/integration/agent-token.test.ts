@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { load } from 'js-yaml';
-import { REPO_ROOT, SYSTEM_NAMESPACE } from '../harness/controlplane.ts';
+import { REPO_ROOT, SYSTEM_NAMESPACE } from '../../hack/controlplane/controlplane.ts';
 import { restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

@@ -13,9 +13,9 @@ import { Agent } from '../../agent/agent.ts';
 import { agentMetrics } from '../../agent/metrics.ts';
 import type { WatchEvent } from '../../lib/kube/watch.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
-import { SYSTEM_NAMESPACE } from '../harness/controlplane.ts';
-import { seedDisks } from '../harness/programs.ts';
-import { eventually } from '../harness/wait.ts';
+import { SYSTEM_NAMESPACE } from '../../hack/controlplane/controlplane.ts';
+import { seedDisks } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

@@ -6,8 +6,8 @@ import { FIELD_MANAGER } from '../../api/constants.ts';
 import { labelValue, nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
-import { runKubectl } from '../harness/controlplane.ts';
-import { fullNodeDisk, newNodeDisk } from '../fixtures/nodedisks.ts';
+import { runKubectl } from '../../hack/controlplane/controlplane.ts';
+import { fullNodeDisk, newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { FIELD_MANAGER, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { startController, type Program } from '../harness/programs.ts';
-import { eventually } from '../harness/wait.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { startController, type Program } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

@@ -1,4 +1,4 @@
-// `npm start` (scripts/demo.ts) run for real, in a temp dir: a second start while one runs must say so
+// `npm start` (hack/demo.ts) run for real, in a temp dir: a second start while one runs must say so
 // and touch nothing; a lock left by a demo that crashed does not block the next start.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -6,11 +6,11 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { REPO_ROOT, runKubectl } from '../harness/controlplane.ts';
-import { ensureBinaries } from '../controlplane/binaries.ts';
-import { eventually } from '../harness/wait.ts';
+import { REPO_ROOT, runKubectl } from '../../hack/controlplane/controlplane.ts';
+import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 
-const DEMO = join(REPO_ROOT, 'scripts', 'demo.ts');
+const DEMO = join(REPO_ROOT, 'hack', 'demo.ts');
 const base = mkdtempSync(join(tmpdir(), 'nodedisks-demo-'));
 const work = join(base, 'dev');
 

@@ -9,10 +9,10 @@ import test from 'ava';
 import { load, loadAll } from 'js-yaml';
 import { DEFAULT_DISK_DIR } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
-import { runKubectl } from '../harness/controlplane.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { Program, seedDisks } from '../harness/programs.ts';
-import { eventually } from '../harness/wait.ts';
+import { runKubectl } from '../../hack/controlplane/controlplane.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { Program, seedDisks } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

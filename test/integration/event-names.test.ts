@@ -4,7 +4,7 @@ import test from 'ava';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { EventRecorder } from '../../controller/events.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
-import { eventually } from '../harness/wait.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

@@ -8,8 +8,8 @@ import test from 'ava';
 import { DEFAULT_DISK_DIR } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
-import { eventually } from '../harness/wait.ts';
+import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

@@ -11,9 +11,9 @@ import test from 'ava';
 import { loadAll } from 'js-yaml';
 import { FIELD_MANAGER } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { execResult, type ExecResult } from '../harness/exec.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

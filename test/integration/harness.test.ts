@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import test from 'ava';
-import { ControlPlane, freePort } from '../harness/controlplane.ts';
+import { ControlPlane, freePort } from '../../hack/controlplane/controlplane.ts';
 
 function alive(pid: number | undefined): boolean {
   if (pid === undefined) return false;
@@ -48,7 +48,7 @@ test('stop() ends etcd and kube-apiserver and removes the work dir', async (t) =
 test('servers die with a test process that is killed with SIGKILL', async (t) => {
   // A child Node process starts a control plane, prints its work dir, and is then killed outright.
   const script = `
-    import { ControlPlane } from ${JSON.stringify(new URL('../harness/controlplane.ts', import.meta.url).href)};
+    import { ControlPlane } from ${JSON.stringify(new URL('../../hack/controlplane/controlplane.ts', import.meta.url).href)};
     const cp = await ControlPlane.start({ install: false });
     console.log(cp.dir);
     setInterval(() => {}, 1000);

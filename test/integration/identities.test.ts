@@ -3,7 +3,7 @@ import test from 'ava';
 import { FIELD_MANAGER, FINALIZER, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import type { RestClient } from '../../lib/kube/rest.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

@@ -1,9 +1,9 @@
-// The local cluster's images (test/cluster/images.ts, from scripts/lib/image-spec.ts) are reproducible:
+// The local cluster's images (hack/cluster/images.ts, from hack/lib/image-spec.ts) are reproducible:
 // the same checkout gives the same manifest digests, build after build. Needs dist/ (npm run build,
 // which npm test runs first).
 import test from 'ava';
-import { buildImages } from '../cluster/images.ts';
-import { IMAGES } from '../../scripts/lib/image-spec.ts';
+import { buildImages } from '../../hack/cluster/images.ts';
+import { IMAGES } from '../../hack/lib/image-spec.ts';
 
 test('building the images twice from the same checkout gives the same digests', async (t) => {
   t.timeout(10 * 60_000);

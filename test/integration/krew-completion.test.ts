@@ -10,9 +10,9 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { load } from 'js-yaml';
 import { readFileSync } from 'node:fs';
-import { PLATFORMS, release } from '../../scripts/release.ts';
+import { PLATFORMS, release } from '../../hack/release.ts';
 import { execResult } from '../harness/exec.ts';
-import { ensureKrew } from '../krew/krew.ts';
+import { ensureKrew } from '../../hack/krew/krew.ts';
 import { useControlPlane } from './_controlplane.ts';
 
 const run = promisify(execFile);

@@ -12,16 +12,16 @@ import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { load } from 'js-yaml';
-import { PLATFORMS, release, type Built } from '../../scripts/release.ts';
-import { cacheRoot, REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { ensureKrew, ensureValidateKrewManifest } from '../krew/krew.ts';
+import { PLATFORMS, release, type Built } from '../../hack/release.ts';
+import { cacheRoot, REPO_ROOT } from '../../hack/lib/paths.ts';
+import { ensureKrew, ensureValidateKrewManifest } from '../../hack/krew/krew.ts';
 
 const run = promisify(execFile);
 let work = '';
 let built: Built[] = [];
 let releaseSeconds = 0;
 
-// What a user gets, per platform, written out here rather than taken from scripts/release.ts.
+// What a user gets, per platform, written out here rather than taken from hack/release.ts.
 const EXPECTED: Record<string, { exe: string; helper: string; magic: (b: Buffer) => string }> = {
   'linux-amd64': { exe: 'kubectl-nodedisks', helper: 'kubectl_complete-nodedisks', magic: elf },
   'linux-arm64': { exe: 'kubectl-nodedisks', helper: 'kubectl_complete-nodedisks', magic: elf },

@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { load } from 'js-yaml';
-import { PLATFORMS, release } from '../../scripts/release.ts';
-import { ensureKrew } from '../krew/krew.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { PLATFORMS, release } from '../../hack/release.ts';
+import { ensureKrew } from '../../hack/krew/krew.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { useControlPlane } from './_controlplane.ts';
 
 const run = promisify(execFile);

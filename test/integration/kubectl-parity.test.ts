@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { A1, A2, B1, B2, C10, MISSING, seed } from '../fixtures/parity-seeds.ts';
-import { eventually } from '../harness/wait.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { eventually } from '../../hack/lib/wait.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

@@ -10,14 +10,14 @@ import test from 'ava';
 import { load } from 'js-yaml';
 import { nodeDiskCRD, nodeDiskSchema, type SchemaProps } from '../../api/v1alpha1/schema.ts';
 import { API_VERSION, FIELD_MANAGER, KIND } from '../../api/constants.ts';
-import { eventually } from '../harness/wait.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor } from './_controlplane.ts';
 import { nodeDiskName } from '../../api/names.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
-import { ensureHealthcheck, evaluateHealth, type HealthRequest } from '../healthcheck/healthcheck.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
+import { ensureHealthcheck, evaluateHealth, type HealthRequest } from '../../hack/healthcheck/healthcheck.ts';
 import { execResult } from '../harness/exec.ts';
-import { seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
+import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
 import { useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
@@ -134,7 +134,7 @@ test('kubectl explain gives every field of the CRD a description', async (t) => 
 });
 
 test('a NodeDisk as the API server serves it before any status write is InProgress in Flux and Progressing in Argo CD', async (t) => {
-  t.timeout(20 * 60_000, 'building test/healthcheck took more than 20 minutes');
+  t.timeout(20 * 60_000, 'building hack/healthcheck took more than 20 minutes');
   // An admin creates it for a node with no agent: nobody writes its status (the controller waits for the
   // agent's first report for its grace period), so this is what Flux and Argo CD read at first.
   const nd = newNodeDisk('node-without-agent', 'disk1');

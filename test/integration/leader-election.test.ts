@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { FIELD_MANAGER, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
-import type { AuditedWrite } from '../harness/controlplane.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
-import { startController, type Program } from '../harness/programs.ts';
+import type { AuditedWrite } from '../../hack/controlplane/controlplane.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
+import { startController, type Program } from '../../hack/lib/programs.ts';
 import { BlackHoleProxy } from '../harness/proxy.ts';
-import { eventually } from '../harness/wait.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test, { auditWrites: true });

@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { nodeDiskName } from '../../api/names.ts';
-import { AGENT_MAIN, CONTROLLER_MAIN, seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
-import { eventually } from '../harness/wait.ts';
-import { ensurePromtext, parseExposition } from '../promtext/promtext.ts';
+import { AGENT_MAIN, CONTROLLER_MAIN, seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
+import { ensurePromtext, parseExposition } from '../../hack/promtext/promtext.ts';
 import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const run = promisify(execFile);

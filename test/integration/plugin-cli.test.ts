@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { dump, load } from 'js-yaml';
 import { A1, A2, B2, seed } from '../fixtures/parity-seeds.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { execResult, type ExecResult } from '../harness/exec.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 

@@ -13,8 +13,8 @@ import { dump, load } from 'js-yaml';
 import { FIELD_MANAGER } from '../../api/constants.ts';
 import { DEFAULT_SYSTEM_NAMESPACE, heartbeatLeaseName, HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, microTime } from '../../api/heartbeat.ts';
 import { nodeDiskName } from '../../api/names.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import type { ExecResult } from '../harness/exec.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 

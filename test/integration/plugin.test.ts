@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { nodeDiskName } from '../../api/names.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
-import { eventually } from '../harness/wait.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

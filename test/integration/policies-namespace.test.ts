@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import test from 'ava';
 import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { KubectlError } from '../harness/controlplane.ts';
-import { seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
-import { eventually } from '../harness/wait.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { KubectlError } from '../../hack/controlplane/controlplane.ts';
+import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { denied, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const NAMESPACE = 'storage-team';

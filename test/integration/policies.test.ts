@@ -7,8 +7,8 @@ import test from 'ava';
 import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../../api/constants.ts';
 import { labelValue } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { denied, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

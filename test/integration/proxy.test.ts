@@ -14,7 +14,7 @@ import { load, dump } from 'js-yaml';
 import { NodeDiskClient } from '../../api/client.ts';
 import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { execResult, type ExecResult } from '../harness/exec.ts';
 import { startConnectProxy, startForwarder, startSocks5Proxy, type ForwardProxy } from '../harness/forward-proxies.ts';
 import { useControlPlane } from './_controlplane.ts';

@@ -11,9 +11,9 @@ import test from 'ava';
 import { FINALIZER, RECOVERED_OWNER } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
-import { eventually } from '../harness/wait.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

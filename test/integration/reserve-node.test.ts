@@ -7,7 +7,7 @@ import test from 'ava';
 import { FIELD_MANAGER } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { execResult, PLUGIN_BIN, type ExecResult } from '../harness/exec.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 

@@ -10,10 +10,10 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { FIELD_MANAGER } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { seedDisks, startAgent, startController, type Program } from '../harness/programs.ts';
-import { eventually } from '../harness/wait.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 import { continueAtEnd } from '../../lib/kube/informer.ts';
 

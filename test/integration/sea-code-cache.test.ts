@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import { PLATFORMS, release, type Built } from '../../scripts/release.ts';
+import { PLATFORMS, release, type Built } from '../../hack/release.ts';
 import { seed } from '../fixtures/parity-seeds.ts';
 import { execResult, type ExecResult } from '../harness/exec.ts';
 import { useControlPlane } from './_controlplane.ts';

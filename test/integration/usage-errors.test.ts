@@ -6,8 +6,8 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { AGENT_MAIN, CONTROLLER_MAIN } from '../harness/programs.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { AGENT_MAIN, CONTROLLER_MAIN } from '../../hack/lib/programs.ts';
 
 interface Result {
   code: number;

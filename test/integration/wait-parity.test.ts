@@ -8,9 +8,9 @@ import test from 'ava';
 import { API_VERSION, KIND } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { Condition } from '../../api/v1alpha1/types.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { execResult, PLUGIN_BIN, type ExecResult } from '../harness/exec.ts';
-import { eventually } from '../harness/wait.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, openNodeDiskWatches, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

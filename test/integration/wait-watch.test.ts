@@ -7,9 +7,9 @@ import { existsSync } from 'node:fs';
 import test from 'ava';
 import { FIELD_MANAGER } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { execResult, PLUGIN_BIN, type ExecResult } from '../harness/exec.ts';
-import { eventually } from '../harness/wait.ts';
+import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, openNodeDiskWatches, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

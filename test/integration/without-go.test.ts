@@ -7,9 +7,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { ensureBinaries } from '../controlplane/binaries.ts';
-import { pathWithoutGo } from '../harness/gobuild.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
+import { pathWithoutGo } from '../../hack/lib/gobuild.ts';
 
 async function withoutGoEnv(cache: string): Promise<NodeJS.ProcessEnv> {
   const assets = (await ensureBinaries()).dir;
@@ -22,7 +22,7 @@ test('with KUBEBUILDER_ASSETS and no Go, the control-plane step of npm start say
   try {
     const env = await withoutGoEnv(cache);
     const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = execFile(process.execPath, ['test/controlplane/ensure.ts'], { cwd: REPO_ROOT, env }, (_e, _o, stderr) => resolve({ code: child.exitCode, stderr }));
+      const child = execFile(process.execPath, ['hack/controlplane/ensure.ts'], { cwd: REPO_ROOT, env }, (_e, _o, stderr) => resolve({ code: child.exitCode, stderr }));
     });
     t.is(code, 0, stderr);
     t.regex(stderr, /^control plane: Kubernetes v1\.\d+\.\d+, etcd v?3\.\d+\.\d+ \(KUBEBUILDER_ASSETS: .+\) ready in /);
@@ -38,7 +38,7 @@ test('with KUBEBUILDER_ASSETS and no Go, the demo comes up, reports every disk, 
   const devDir = await mkdtemp(join(tmpdir(), 'nodedisks-nogo-demo-'));
   try {
     const env = { ...(await withoutGoEnv(cache)), NODEDISKS_DEV_DIR: devDir };
-    const demo = spawn(process.execPath, ['scripts/demo.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const demo = spawn(process.execPath, ['hack/demo.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     demo.stdout.on('data', (b: Buffer) => (out += b.toString()));
     demo.stderr.on('data', (b: Buffer) => (out += b.toString()));

@@ -7,7 +7,7 @@ import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { leanNodeDisk } from '../../controller/cache.ts';
 import { controllerStatus, readiness } from '../../controller/conditions.ts';
 import { decide } from '../../controller/policy.ts';
-import { fullNodeDisk } from '../fixtures/nodedisks.ts';
+import { fullNodeDisk } from '../../hack/lib/nodedisks.ts';
 
 /** A whole object as the API server returns it: managedFields of three managers, annotations, labels. */
 function asServed(change: (nd: NodeDisk) => void = () => {}): NodeDisk {

@@ -2,7 +2,7 @@ import test from 'ava';
 import { controllerStatus, readiness, sameControllerStatus } from '../../controller/conditions.ts';
 import { decide } from '../../controller/policy.ts';
 import type { NodeDisk, NodeStatus } from '../../api/v1alpha1/types.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 
 const NOW = Date.parse('2026-01-01T00:10:00Z');
 const STALE = 15 * 60_000;

@@ -3,8 +3,8 @@ import test from 'ava';
 import { crdYaml, CRD_FILE } from '../../api/crd-yaml.ts';
 import { nodeDiskSchema, type SchemaProps } from '../../api/v1alpha1/schema.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { fullNodeDisk } from '../fixtures/nodedisks.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { fullNodeDisk } from '../../hack/lib/nodedisks.ts';
 
 test('the committed CRD is what api/v1alpha1/schema.ts generates (run npm run generate)', (t) => {
   t.is(readFileSync(`${REPO_ROOT}/${CRD_FILE}`, 'utf8'), crdYaml());

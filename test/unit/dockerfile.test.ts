@@ -1,11 +1,11 @@
-// The Dockerfile is generated from scripts/lib/image-spec.ts, the one definition of what goes into each
+// The Dockerfile is generated from hack/lib/image-spec.ts, the one definition of what goes into each
 // image (the local cluster builds from it too): the committed file must be what the generator writes.
 import test from 'ava';
 import { readFileSync } from 'node:fs';
-import { DOCKERFILE, renderDockerfile } from '../../scripts/dockerfile.ts';
-import { IMAGES } from '../../scripts/lib/image-spec.ts';
+import { DOCKERFILE, renderDockerfile } from '../../hack/dockerfile.ts';
+import { IMAGES } from '../../hack/lib/image-spec.ts';
 
-test('the committed Dockerfile is the one generated from image-spec.ts (run node scripts/dockerfile.ts after editing it)', (t) => {
+test('the committed Dockerfile is the one generated from image-spec.ts (run node hack/dockerfile.ts after editing it)', (t) => {
   t.is(readFileSync(DOCKERFILE, 'utf8'), renderDockerfile());
 });
 

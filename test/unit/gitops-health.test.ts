@@ -3,13 +3,13 @@
 // - Argo CD: health.lua in gopher-lua with the libraries Argo CD opens for an argocd-cm script;
 // - Flux: the Kustomization's healthCheckExprs through github.com/fluxcd/pkg/runtime/cel's status
 //   reader, as kustomize-controller builds it (Current / InProgress / Failed, Unknown on an error).
-// Both run in test/healthcheck (Go), built on first use and cached.
+// Both run in hack/healthcheck (Go), built on first use and cached.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { dump, load } from 'js-yaml';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { ensureHealthcheck, evaluateHealth, type HealthRequest, type HealthResult } from '../healthcheck/healthcheck.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { ensureHealthcheck, evaluateHealth, type HealthRequest, type HealthResult } from '../../hack/healthcheck/healthcheck.ts';
 
 const DIR = join(REPO_ROOT, 'kustomize/gitops/argocd/resource_customizations/localtest.example.com/NodeDisk');
 const HEALTH_LUA = readFileSync(join(DIR, 'health.lua'), 'utf8');
@@ -34,7 +34,7 @@ const resultFor = (name: string): HealthResult => {
 
 test.before(async (t) => {
   // A cold build of the runner takes minutes; after that it is a cached binary.
-  t.timeout(20 * 60_000, 'building test/healthcheck took more than 20 minutes');
+  t.timeout(20 * 60_000, 'building hack/healthcheck took more than 20 minutes');
   bin = await ensureHealthcheck();
   results = await evaluateHealth(bin, { argocd: { healthLua: HEALTH_LUA }, flux: { healthCheckExprs: flux.spec.healthCheckExprs }, objects });
 });

@@ -1,5 +1,5 @@
 // Our exposition judged by others (docs/adr/0026): Prometheus' own text parser and promlint
-// (test/promtext, Go, built on first use and cached) read our text, and the same operations driven on
+// (hack/promtext, Go, built on first use and cached) read our text, and the same operations driven on
 // prom-client, the library we replaced, must parse to the same families and samples.
 import test from 'ava';
 import * as promClient from 'prom-client';
@@ -7,14 +7,14 @@ import { agentMetrics } from '../../agent/metrics.ts';
 import { controllerMetrics } from '../../controller/metrics.ts';
 import * as ours from '../../lib/runtime/metrics.ts';
 import { registerProcessMetrics } from '../../lib/runtime/process-metrics.ts';
-import { ensurePromtext, goFloat, parseExposition, type Parsed, type ParsedFamily } from '../promtext/promtext.ts';
+import { ensurePromtext, goFloat, parseExposition, type Parsed, type ParsedFamily } from '../../hack/promtext/promtext.ts';
 
 let bin = '';
 const parse = (text: string): Promise<Parsed> => parseExposition(bin, text);
 
 test.before(async (t) => {
   // A cold build of the parser takes minutes; after that it is a cached binary.
-  t.timeout(20 * 60_000, 'building test/promtext took more than 20 minutes');
+  t.timeout(20 * 60_000, 'building hack/promtext took more than 20 minutes');
   bin = await ensurePromtext();
 });
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { loadAll } from 'js-yaml';
 import { FIELD_MANAGER } from '../../api/constants.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 
 interface Obj {
   kind: string;
@@ -51,7 +51,7 @@ test('the admission policy, the field managers, the Lease and the bundles use th
   t.is(FIELD_MANAGER.controller, 'node-disks-operator');
   t.is(FIELD_MANAGER.agent, 'node-disks-agent');
   t.regex(readFileSync(join(REPO_ROOT, 'controller/config.ts'), 'utf8'), /'leader-election-id'.*default: 'node-disks-operator\.localtest\.example\.com'/);
-  const build = readFileSync(join(REPO_ROOT, 'scripts/build.ts'), 'utf8');
+  const build = readFileSync(join(REPO_ROOT, 'hack/build.ts'), 'utf8');
   t.regex(build, /entry: 'controller\/main\.ts', dir: 'dist\/controller', name: 'node-disks-operator'/);
   t.regex(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'), /AS operator\n[\s\S]*node-disks-operator\.mjs/);
 });

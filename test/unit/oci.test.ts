@@ -1,11 +1,11 @@
-// The local cluster's OCI writer (test/cluster/oci.ts): archives that the system tar reads back entry by
+// The local cluster's OCI writer (hack/cluster/oci.ts): archives that the system tar reads back entry by
 // entry, and the same inputs give the same digest (reproducible images).
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ociArchive, tar, type Entry } from '../cluster/oci.ts';
+import { ociArchive, tar, type Entry } from '../../hack/cluster/oci.ts';
 
 const entries = (): Entry[] => [
   { path: 'app/main.mjs', type: 'file', content: Buffer.from('console.log(1)\n'), mode: 0o644 },

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { loadAll } from 'js-yaml';
 import { DEFAULT_DISK_DIR } from '../../api/constants.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 
 interface Policy {
   kind: string;

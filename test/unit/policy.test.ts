@@ -1,7 +1,7 @@
 import test from 'ava';
 import { decide } from '../../controller/policy.ts';
 import type { DesiredSpec, NodeDisk } from '../../api/v1alpha1/types.ts';
-import { newNodeDisk } from '../fixtures/nodedisks.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 
 function disk(label: string | undefined, desired?: DesiredSpec): NodeDisk {
   const nd = newNodeDisk('node-a', 'disk1');

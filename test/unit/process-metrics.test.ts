@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { Registry } from '../../lib/runtime/metrics.ts';
 import { PROCESS_METRIC_NAMES, processFamilies, registerProcessMetrics } from '../../lib/runtime/process-metrics.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 
 const run = promisify(execFile);
 

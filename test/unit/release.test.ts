@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 
 test('release says what it downloads before downloading, and why a download failed', async (t) => {
   const work = await mkdtemp(join(tmpdir(), 'nodedisks-release-'));
@@ -15,7 +15,7 @@ test('release says what it downloads before downloading, and why a download fail
     const env = { ...process.env, NODEDISKS_CACHE_DIR: join(work, 'cache'), npm_config_cache: join(work, 'npm-cache'), npm_config_offline: 'true' };
     const out = join(work, 'out');
     const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = execFile(process.execPath, ['scripts/release.ts', '--platforms', 'linux-arm64', '--out', out, '--manifest', join(work, 'm.yaml')], { cwd: REPO_ROOT, env }, (_err, _stdout, stderr) =>
+      const child = execFile(process.execPath, ['hack/release.ts', '--platforms', 'linux-arm64', '--out', out, '--manifest', join(work, 'm.yaml')], { cwd: REPO_ROOT, env }, (_err, _stdout, stderr) =>
         resolve({ code: child.exitCode, stderr }),
       );
     });

@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools pins krew and its manifest validator, which the krew tests build (test/krew/krew.ts).
+// Package tools pins krew and its manifest validator, which the krew tests build (hack/krew/krew.ts).
 package tools
 
 import (

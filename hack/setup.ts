@@ -1,8 +1,8 @@
 // `npm run setup [-- NAME…]`: optional. Builds now, instead of on first use, what the commands build
 // from Go modules: the control plane (npm start, npm test), the health-check runner, krew and Prometheus'
 // text parser (npm test).
-//   node test/setup.ts                    all four
-//   node test/setup.ts krew healthcheck   only those
+//   node hack/setup.ts                    all four
+//   node hack/setup.ts krew healthcheck   only those
 import { ensureBinaries } from './controlplane/binaries.ts';
 import { ensureHealthcheck } from './healthcheck/healthcheck.ts';
 import { ensureKrew, ensureValidateKrewManifest } from './krew/krew.ts';

@@ -4,10 +4,10 @@
 // each start, unless another demo runs there: .nodedisks-dev/demo.pid); Ctrl-C stops everything.
 import { copyFile, mkdir, readdir, rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { ControlPlane } from '../test/harness/controlplane.ts';
+import { ControlPlane } from './controlplane/controlplane.ts';
 import { REPO_ROOT } from './lib/paths.ts';
 import { acquireDemoLock, DemoRunning, releaseDemoLock } from './demo-lock.ts';
-import { seedDisks, startAgent, startController, type Program } from '../test/harness/programs.ts';
+import { seedDisks, startAgent, startController, type Program } from './lib/programs.ts';
 
 const NODES = ['node-disks-dev-m02', 'node-disks-dev-m03', 'node-disks-dev-m04'];
 const DISKS_PER_NODE = 3;

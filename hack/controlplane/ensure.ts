@@ -1,6 +1,6 @@
 // `npm run controlplane`, and the first step of `npm start` and `npm run test:integration`: finds or
 // builds (once) the test control plane (etcd, kube-apiserver, kubectl) and says which one is used.
-// Only that: krew and the health-check runner are built where they are used (see test/setup.ts).
+// Only that: krew and the health-check runner are built where they are used (see hack/setup.ts).
 import { ensureBinaries } from './binaries.ts';
 
 try {

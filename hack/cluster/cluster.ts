@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dump } from 'js-yaml';
 import { ensureBinaries, ensureNodeBinaries, type ControlPlaneBinaries, type NodeBinaries } from '../controlplane/binaries.ts';
-import { ServerProcess } from '../harness/process.ts';
+import { ServerProcess } from '../lib/process.ts';
 import { createCgroup, killCgroupProcesses, mkdirRecorded, readSysctls, restoreSysctls, sh, sleep } from './host.ts';
 import { buildImages } from './images.ts';
 import { writeArchive } from './oci.ts';

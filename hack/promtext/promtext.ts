@@ -3,7 +3,7 @@
 // runner.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ensureGoTool } from '../harness/gobuild.ts';
+import { ensureGoTool } from '../lib/gobuild.ts';
 
 const moduleDir = fileURLToPath(new URL('.', import.meta.url));
 

@@ -1,4 +1,4 @@
-// Command pause is the pod sandbox process of the local cluster (test/cluster): it holds a pod's
+// Command pause is the pod sandbox process of the local cluster (hack/cluster): it holds a pod's
 // namespaces open and does nothing else, like registry.k8s.io/pause, which is not reachable offline.
 // As PID 1 of its sandbox it reaps orphans and exits on SIGINT/SIGTERM.
 package main

@@ -120,7 +120,7 @@ export function ociArchive(name: string, entries: Entry[], cfg: ImageConfig): Bu
         ...(cfg.labels ? { Labels: cfg.labels } : {}),
       },
       rootfs: { type: 'layers', diff_ids: [layerDigest] },
-      history: [{ created_by: 'nodedisks test/cluster/images.ts' }],
+      history: [{ created_by: 'nodedisks hack/cluster/images.ts' }],
     }),
   );
   const manifest = Buffer.from(

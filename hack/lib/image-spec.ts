@@ -1,6 +1,6 @@
 // What goes into each NodeDisks image: the one definition. The Dockerfile is generated from it
-// (`node scripts/dockerfile.ts`; a unit test fails when the committed Dockerfile drifts), and the local
-// cluster builds its images without Docker from it (test/cluster/images.ts). See docs/adr/0019-images.md.
+// (`node hack/dockerfile.ts`; a unit test fails when the committed Dockerfile drifts), and the local
+// cluster builds its images without Docker from it (hack/cluster/images.ts). See docs/adr/0019-images.md.
 
 /** The run-time layout both builds share: the distroless Node layout. */
 export const NODE_PATH = '/nodejs/bin/node';

@@ -9,8 +9,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { cacheRoot } from '../../scripts/lib/paths.ts';
-import { ensureGoBuild, goPlatform, isExecutable } from '../harness/gobuild.ts';
+import { cacheRoot } from '../lib/paths.ts';
+import { ensureGoBuild, goPlatform, isExecutable } from '../lib/gobuild.ts';
 
 const run = promisify(execFile);
 const moduleDir = fileURLToPath(new URL('.', import.meta.url));
@@ -31,7 +31,7 @@ export async function pinnedVersions(): Promise<{ kubernetes: string; etcd: stri
   const gomod = await readFile(join(moduleDir, 'go.mod'), 'utf8');
   const find = (mod: string): string => {
     const m = new RegExp(`^\\s*${mod.replace(/[./]/g, '\\$&')} (v\\S+)`, 'm').exec(gomod);
-    if (!m?.[1]) throw new Error(`test/controlplane/go.mod does not require ${mod}; run test/controlplane/gen-go-mod.sh`);
+    if (!m?.[1]) throw new Error(`hack/controlplane/go.mod does not require ${mod}; run hack/controlplane/gen-go-mod.sh`);
     return m[1];
   };
   return { kubernetes: find('k8s.io/kubernetes'), etcd: find('go.etcd.io/etcd/server/v3') };
@@ -115,7 +115,7 @@ export interface NodeBinaries {
 }
 
 /**
- * What the local cluster (test/cluster, `npm run cluster`) needs beyond the test control plane: kubelet,
+ * What the local cluster (hack/cluster, `npm run cluster`) needs beyond the test control plane: kubelet,
  * kube-controller-manager, kube-scheduler of the same pinned k8s.io/kubernetes as kube-apiserver, and
  * `pause` (pause/main.go), the pod sandbox process, since registry.k8s.io/pause cannot be pulled offline.
  * Built only on demand (`npm test` never asks for them), into a cache entry beside the control plane's.

@@ -1,18 +1,19 @@
-// What the e2e tests share: `npm run cluster` started as a child process with its own data dir, its
-// output watched, kubectl and cluster:ssh against it, polling with generous deadlines (the machine is
-// loaded), and the check that a teardown left the host exactly as found.
+// `npm run cluster` driven from a program, as the e2e tests and bench/cluster.ts drive it: started as a
+// child process with its own data dir, its output watched, kubectl and cluster:ssh against it, polling
+// with generous deadlines (the machine is loaded), and the check that a teardown left the host exactly
+// as found.
 import type { ExecutionContext } from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { readSysctls, sh, sleep } from '../cluster/host.ts';
-import { leftovers } from '../cluster/state.ts';
+import { REPO_ROOT } from '../lib/paths.ts';
+import { readSysctls, sh, sleep } from './host.ts';
+import { leftovers } from './state.ts';
 
-const MAIN = join(REPO_ROOT, 'test', 'cluster', 'main.ts');
-const SSH = join(REPO_ROOT, 'test', 'cluster', 'ssh.ts');
-const NODE = join(REPO_ROOT, 'test', 'cluster', 'node.ts');
+const MAIN = join(REPO_ROOT, 'hack', 'cluster', 'main.ts');
+const SSH = join(REPO_ROOT, 'hack', 'cluster', 'ssh.ts');
+const NODE = join(REPO_ROOT, 'hack', 'cluster', 'node.ts');
 export const UP = 'Ctrl-C here stops it';
 export const TORN_DOWN = /torn down: no namespace, cgroup, mount or changed kernel setting left\./;
 

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
+import { REPO_ROOT } from '../lib/paths.ts';
 import { Cluster, DISK_DIR, NODE_NAMES } from './cluster.ts';
 import { serveControl } from './control.ts';
 import { sh } from './host.ts';
@@ -54,7 +54,7 @@ async function main(): Promise<number> {
   for (const entry of ['logs', 'etcd', 'nodes', 'images', 'pki', 'kubeconfig', 'apiserver.sock', 'control.sock']) await rm(join(dataDir, entry), { recursive: true, force: true });
   await mkdir(dataDir, { recursive: true });
   say('building the programs (npm run build) …');
-  await sh(process.execPath, [join(REPO_ROOT, 'scripts', 'build.ts')], { timeoutMs: 300_000 });
+  await sh(process.execPath, [join(REPO_ROOT, 'hack', 'build.ts')], { timeoutMs: 300_000 });
 
   const cluster = await Cluster.create({ dataDir, log: say });
   let stopping: Promise<void> | undefined;

@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { access, constants, mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { cacheRoot } from '../../scripts/lib/paths.ts';
+import { cacheRoot } from './paths.ts';
 
 export interface GoTarget {
   /** File name of the binary in the cache entry. */

@@ -4,8 +4,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot } from '../../scripts/lib/paths.ts';
-import { ensureGoBuild, goPlatform } from '../harness/gobuild.ts';
+import { cacheRoot } from '../lib/paths.ts';
+import { ensureGoBuild, goPlatform } from '../lib/gobuild.ts';
 
 const moduleDir = fileURLToPath(new URL('.', import.meta.url));
 

@@ -2,7 +2,7 @@
 // program is built once from the pinned go.mod/go.sum into the cache, like the test control plane.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ensureGoTool } from '../harness/gobuild.ts';
+import { ensureGoTool } from '../lib/gobuild.ts';
 
 const moduleDir = fileURLToPath(new URL('.', import.meta.url));
 

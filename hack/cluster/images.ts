@@ -1,13 +1,13 @@
-// The local cluster's images, built without Docker from scripts/lib/image-spec.ts (the one definition
+// The local cluster's images, built without Docker from hack/lib/image-spec.ts (the one definition
 // the Dockerfile is generated from, too): for each image there, the Node 24 runtime (the pinned binary
 // and the shared libraries it links, from this Debian 12 host: the same base as
 // distroless/nodejs24-debian12), <distDir>/ and LICENSE in APP_DIR, its user and entrypoint; plus
-// pause, the pod sandbox process (test/controlplane/pause), since registry.k8s.io cannot be pulled.
+// pause, the pod sandbox process (hack/controlplane/pause), since registry.k8s.io cannot be pulled.
 
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { REPO_ROOT } from '../../scripts/lib/paths.ts';
-import { APP_DIR, ENV, IMAGES, LEGAL_FILES, NODE_PATH, entrypoint } from '../../scripts/lib/image-spec.ts';
+import { REPO_ROOT } from '../lib/paths.ts';
+import { APP_DIR, ENV, IMAGES, LEGAL_FILES, NODE_PATH, entrypoint } from '../lib/image-spec.ts';
 import { sh } from './host.ts';
 import { ociArchive, type BuiltImage, type Entry } from './oci.ts';
 
