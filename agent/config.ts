@@ -30,7 +30,8 @@ interface FlagSpec {
 
 /**
  * The agent's flags. Parsed with node:util's parseArgs, not yargs as the controller is: yargs and its
- * dependencies are about 9 MiB of resident memory in a process that reads its flags once (issue 12).
+ * dependencies stay resident in a process that reads its flags once (docs/benchmarks.md, the agent's
+ * memory step by step).
  */
 function agentFlags(env: NodeJS.ProcessEnv): Record<string, FlagSpec> {
   return {

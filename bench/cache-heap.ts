@@ -23,7 +23,7 @@ const perTenThousand = 10_000 / pages().length;
 
 // What is measured is kept here; each copy is made inside a function of its own, so that no stale
 // interpreter register of the caller keeps the parsed pages alive through the measurement (it did when
-// this was straight-line code: the lean copies "cost" 45 MiB until a call came between).
+// this was straight-line code, and the lean copies seemed to cost more than whole objects: docs/benchmarks.md).
 let kept: NodeDisk[] = [];
 function heapOf(fill: () => NodeDisk[]): number {
   kept = [];

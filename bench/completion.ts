@@ -1,5 +1,5 @@
 // How fast shell completion offers NodeDisk names on a large cluster: NodeDisks spread over NODES nodes
-// (issue 13: 10,000–50,000 over 200), completing the names of the last node in name order, by
+// (the scale of ADR 23: tens of thousands over 200), completing the names of the last node in name order, by
 // `--node X` and by a typed prefix. `npm run bench:completion` (SIZES=10000,50000 NODES=200 RUNS=5).
 // Runs the bundled plugin directly (`kubectl-nodedisks __complete …`, as kubectl_complete-nodedisks does).
 import { execFile } from 'node:child_process';

@@ -1,4 +1,4 @@
-// The node agent's steady cost at scale (issue 12): its API writes while nothing changes and its memory,
+// The node agent's steady cost at scale (ADR 24): its API writes while nothing changes and its memory,
 // with SCALE_DISKS disks on one node, the agent run as it ships (the esbuild bundle dist/agent) against a
 // real control plane with an audit log of every write.
 // `npm run bench:scale:agent` (SCALE_DISKS=300 by default; SCALE_WINDOW=120 seconds of steady state;

@@ -1,4 +1,4 @@
-// The controller at scale (issue 12, issue 13 item 1): SCALE_N NodeDisks (default 1,000; 10,000 and
+// The controller at scale (ADR 23): SCALE_N NodeDisks (default 1,000; 10,000 and
 // 50,000 supported) spread over 200 nodes, 10 % labelled auto-reserve=true, on a real etcd + kube-apiserver.
 // Rows: first start (writes, time, writes/s), restart on the reconciled fleet (time, writes: must be 0),
 // the controller's RSS peak and idle, and the API server's own request counts and CPU (kube-apiserver and

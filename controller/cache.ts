@@ -1,6 +1,6 @@
 // What the controller keeps of a NodeDisk in its informer cache: only what the policy, the reconcile and
-// the conditions read (issue 12/13: at 50,000 NodeDisks whole objects, managedFields above all, were most
-// of the controller's memory). Everything else of the object is dropped as it arrives.
+// the conditions read (ADR 23: on a large fleet whole objects, managedFields above all, were most of the
+// controller's memory). Everything else of the object is dropped as it arrives.
 //
 // Kept: metadata name, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp and the one
 // label the policy reads; spec.nodeName, spec.path, spec.desired; status as it is (node report and the
@@ -24,8 +24,7 @@ export function leanNodeDisk(nd: NodeDisk): NodeDisk {
   const { nodeName, path, desired } = nd.spec;
   const spec = { nodeName, path, ...(desired !== undefined ? { desired } : {}) } as NodeDisk['spec'];
   // By reference: the rest of the parsed object becomes garbage, what is kept here is all that stays
-  // reachable. Heap for 10,000 reconciled NodeDisks (`node bench/cache-heap.ts`): whole objects 35.0 MiB,
-  // these lean objects 10.1 MiB, the same as a deep copy through JSON (10.1) at 1/15 of its CPU; a copy
-  // through structuredClone is 13.5 MiB.
+  // reachable. As small a heap as a deep copy through JSON at a fraction of its CPU, and smaller than a
+  // copy through structuredClone (`node bench/cache-heap.ts`; the figures are in docs/benchmarks.md).
   return { apiVersion: API_VERSION, kind: KIND, metadata, spec, ...(nd.status !== undefined ? { status: nd.status } : {}) };
 }

@@ -1,10 +1,10 @@
 // Events (events.k8s.io/v1) about NodeDisks: what the policy did, and what it refused to do.
 // NodeDisks are cluster-scoped, so their events live in the "default" namespace, as kubectl expects.
 //
-// Not a thundering herd (issue 12): a first start on 50,000 NodeDisks, 10 % labelled, would post 5,000
-// AutoReserved events at once. As client-go's EventCorrelator does, events pass a token bucket, here one
-// per source (this controller), burst 25 as client-go's spam filter; an event that finds the bucket
-// empty is combined with the similar ones (same type, reason and action) waiting with it, and they go out
+// Not a thundering herd (ADR 23): a first start on a large fleet with many disks labelled would post an
+// AutoReserved event for each of them at once. As client-go's EventCorrelator does, events pass a token
+// bucket, here one per source (this controller), burst 25 as client-go's spam filter; an event that finds
+// the bucket empty is combined with the similar ones (same type, reason and action) waiting with it, and they go out
 // as one event, "(combined from similar events): N NodeDisks, the last X: …", regarding the last of them,
 // when a token is back. A person's occasional label change still gets its own event at once.
 import { createHash, randomBytes } from 'node:crypto';

@@ -9,8 +9,9 @@ export interface QueueOptions {
 }
 
 export class WorkQueue {
-  // FIFO as an array read from `head`: Array#shift on 50,000 keys copies the rest every time (a large
-  // array cannot be trimmed in place), and a restart at 50,000 NodeDisks spent 1 s of its CPU in it.
+  // FIFO as an array read from `head`: Array#shift on a large queue copies the rest every time (a large
+  // array cannot be trimmed in place), and a restart on a large fleet spent much of its CPU in it
+  // (docs/benchmarks.md).
   private queue: string[] = [];
   private head = 0;
   private readonly dirty = new Set<string>();

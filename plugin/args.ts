@@ -1,7 +1,7 @@
 // Command-line parsing for the plugin, on node:util's parseArgs, with kubectl-style help.
 //
-// Not yargs (which the daemons use): loading yargs costs ~100 ms of every plugin run, more than the API
-// call itself, and a kubectl plugin is judged by how fast it answers (docs/adr/0009-plugin.md).
+// Not yargs (which the daemons use): loading yargs costs more of every plugin run than the API call
+// itself, and a kubectl plugin is judged by how fast it answers (ADR 9).
 import { parseArgs } from 'node:util';
 import { usageError } from './errors.ts';
 

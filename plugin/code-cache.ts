@@ -249,8 +249,8 @@ const HASH64_WASM = new Uint8Array([
 /**
  * A 64-bit hash of `data` (FNV-1a's constants over 8-byte words, with a rotation): the cache file's
  * checksum. Against damage, not attack: whoever can write the user's cache directory can run code as
- * the user anyway. WebAssembly because it is the cheap native loop at hand: node:crypto costs ~10 ms of
- * CPU to load (more than the cache saves at times), and the same loop in JavaScript runs interpreted, ~30 ms.
+ * the user anyway. WebAssembly because it is the cheap native loop at hand: node:crypto costs more CPU
+ * to load than the cache saves at times, and the same loop in JavaScript runs interpreted (ADR 27).
  */
 export function hash64(data: Uint8Array): bigint {
   const { exports } = new wasm.Instance(new wasm.Module(HASH64_WASM));

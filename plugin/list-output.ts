@@ -1,6 +1,6 @@
 // `kubectl nodedisks list` of a selection, read page by page: each page is turned into the text it
 // prints (table cells, names, JSON or YAML of each item, jsonpath output) as it arrives and then dropped,
-// so memory grows with the printed text, not with the objects (50,000 NodeDisks: docs/benchmarks.md).
+// so memory grows with the printed text, not with the objects (docs/benchmarks.md).
 // Like kubectl, everything is printed once the last page is in: one table aligned across all pages, one
 // List document, and nothing at all when a page fails half way (docs/adr/0025-plugin-start-and-stream.md).
 import type { NodeDisk } from '../api/v1alpha1/types.ts';

@@ -1,5 +1,5 @@
 // The CRD's rule that a NodeDisk's name is the canonical name of its own spec (api/names.ts nodeDiskName),
-// written in CEL so the API server refuses an alias (issue 9, item 5; ADR 12). CEL has no regex
+// written in CEL so the API server refuses an alias (ADR 12). CEL has no regex
 // replacement and no hash function, so:
 // - normalization is spelled out: lowercase; '.' and '_' (the only other characters a valid nodeName or
 //   diskID may hold) become '-'; runs of dashes collapse by repeated halving ('--' → '-' as often as the

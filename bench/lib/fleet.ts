@@ -1,4 +1,4 @@
-// Helpers shared by the scale benchmarks (issue 12): a fleet of NodeDisks spread over many nodes, and the
+// Helpers shared by the scale benchmarks (ADR 23): a fleet of NodeDisks spread over many nodes, and the
 // API server's own view of the run (its request counts from /metrics, the CPU time of kube-apiserver and
 // etcd from /proc), so a figure of ours can be read next to what it cost the control plane.
 import { readFile } from 'node:fs/promises';

@@ -440,7 +440,7 @@ state = "/run/containerd"
     return out.split('\n').filter((s) => s === 'True').length;
   }
 
-  /** Builds the images into files (their buffers, ~260 MiB, are garbage once this returns). */
+  /** Builds the images into files (their buffers, large, are garbage once this returns). */
   private async writeImages(): Promise<string[]> {
     const imageDir = join(this.dataDir, 'images');
     await mkdir(imageDir, { recursive: true });

@@ -1,6 +1,6 @@
 // The first step of `npm run test:e2e`: builds (once, cached) everything the local cluster needs, so
-// that the e2e tests' deadlines measure the cluster, not a cold Go build (~16 minutes on 2 loaded
-// cores); and refuses early, with the reason, when not run as root.
+// that the e2e tests' deadlines measure the cluster, not a cold Go build (many minutes, ADR 16); and
+// refuses early, with the reason, when not run as root.
 import { ensureBinaries, ensureNodeBinaries } from '../controlplane/binaries.ts';
 
 if (process.getuid?.() !== 0) {

@@ -127,7 +127,7 @@ export async function ensureNodeBinaries(log?: (line: string) => void): Promise<
   const ldflags = kubernetesLdflags(kubernetes);
   const source = await ensureGoBuild({
     what: `kubelet, kube-controller-manager and kube-scheduler ${kubernetes} for the local cluster`,
-    // Measured: kubelet 628 s, then kube-controller-manager 345 s, on 2 shared cores (docs/adr/0016).
+    // What a person is told to expect; the measurement behind it is in ADR 16.
     takes: 'about 16 minutes on 2 loaded cores',
     moduleDir,
     dir,

@@ -150,8 +150,8 @@ export class Informer<T extends Obj> {
   /**
    * The list's pages in order. With `listText`, the next page is asked for as soon as this page's text
    * has arrived, before it is parsed: the API server serializes a CR list with its metadata last, so the
-   * continue token is read from the text's end. On 2 cores at 50,000 NodeDisks the server's encoding and
-   * our parsing were each about half of a restart, one after the other (docs/benchmarks.md). The token
+   * continue token is read from the text's end. On a large fleet the server's encoding and our parsing
+   * were each about half of a restart, one after the other (docs/benchmarks.md). The token
    * read from the text is only a guess: the parsed page decides, and a wrong guess is dropped and the
    * page asked for again, so correctness never rests on the text's layout.
    */

@@ -1,7 +1,7 @@
 // Loading kubeconfig files the way kubectl does, small enough to start in milliseconds.
 //
-// Why not @kubernetes/client-node's KubeConfig: importing it takes ~0.6 s and ~87 MiB, because it pulls in
-// every generated API class (docs/adr/0008-own-kubeconfig-loader.md). What is here is what kubectl's
+// Why not @kubernetes/client-node's KubeConfig: importing it costs more time and memory than a plugin run
+// may, because it pulls in every generated API class (ADR 8). What is here is what kubectl's
 // loading rules do for the fields people use: KUBECONFIG with several files merged (the first file to set
 // a name or current-context wins), --kubeconfig alone when given, ~/.kube/config, in-cluster config; the
 // --context/--cluster/--user/--server/--token/--as/--as-group/--certificate-authority/
@@ -241,7 +241,7 @@ function runExec(exec: ExecConfig, server: string, env: NodeJS.ProcessEnv): Prom
   for (const e of exec.env ?? []) childEnv[e.name] = e.value;
   return new Promise((resolvePromise, reject) => {
     // node:child_process is taken only here, when an exec credential plugin runs: loading it (with
-    // node:net and node:dgram) cost ~10 ms of CPU on every plugin start, and most users have no exec.
+    // node:net and node:dgram) costs CPU on every plugin start (ADR 27), and most users have no exec.
     process.getBuiltinModule('node:child_process').execFile(command, exec.args ?? [], { env: childEnv, timeout: 60_000, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
       if (err) {
         const hint = (err as NodeJS.ErrnoException).code === 'ENOENT' && exec.installHint ? ` ${exec.installHint.trim()}` : '';

@@ -10,8 +10,8 @@ import { redactedProxy } from './proxy.ts';
 import type { TokenBucket } from './ratelimit.ts';
 
 // node:http and node:https are taken with process.getBuiltinModule on purpose: importing them as ES
-// modules evaluates every lazy export, which loads Node's bundled undici and costs ~25 ms of every plugin
-// start. It also works unchanged in the single executable (CommonJS) build. And they are taken when the
+// modules evaluates every lazy export, which loads Node's bundled undici on every plugin start (ADR 9).
+// It also works unchanged in the single executable (CommonJS) build. And they are taken when the
 // first client is made, not when this module loads: commands that need no cluster (version, help, gitops)
 // skip loading TLS, and a plain-http server skips it too.
 const http = () => process.getBuiltinModule('node:http');

@@ -1,6 +1,6 @@
 // Counters, gauges and histograms, served in the Prometheus text exposition format 0.0.4. Our own
 // instead of prom-client, whose registry, default collectors and dependencies cost the node agent
-// 10.5 MiB of its memory (docs/adr/0026). The options and methods are the ones the programs used with
+// memory (ADR 26). The options and methods are the ones the programs used with
 // prom-client (`registers`, `labelNames`, `collect`, `inc`, `set`, `observe`, `startTimer`, `reset`),
 // so a metric definition reads the same. Not here: summaries, exemplars, OpenMetrics, timestamps.
 
