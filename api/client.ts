@@ -1,7 +1,7 @@
 // Typed NodeDisk operations over the REST client: the only way the three programs touch NodeDisks.
 // Writers use server-side apply with their own field manager (docs/design.md, "Who writes what").
 
-import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from './constants.ts';
+import { type API_VERSION, GROUP, type KIND, PLURAL, VERSION } from './constants.ts';
 import type { NodeDisk, NodeDiskList } from './v1alpha1/types.ts';
 import { CONTENT_TYPE, type Query, type RestClient } from '../lib/kube/rest.ts';
 import { watch, type WatchEvent } from '../lib/kube/watch.ts';

@@ -44,7 +44,10 @@ export class WorkQueue {
   /** Adds the key after `ms`; an earlier pending schedule for the same key wins. */
   addAfter(key: string, ms: number): void {
     if (this.shuttingDown) return;
-    if (ms <= 0) return this.add(key);
+    if (ms <= 0) {
+      this.add(key);
+      return;
+    }
     const existing = this.timers.get(key);
     if (existing) return;
     const t = setTimeout(() => {

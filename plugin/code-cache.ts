@@ -236,7 +236,7 @@ function removeStale(dir: string, keep: string, now: number): void {
  *
  * Each step is a bijection of the running value, so any one changed word or byte changes the result.
  */
-// prettier-ignore
+// biome-ignore format: the module's bytes, laid out by hand
 const HASH64_WASM = new Uint8Array([
   0, 97, 115, 109, 1, 0, 0, 0, 1, 6, 1, 96, 1, 127, 1, 126, 3, 2, 1, 0, 5, 3, 1, 0, 0, 7, 17, 2, 6, 109, 101, 109, 111, 114,
   121, 2, 0, 4, 104, 97, 115, 104, 0, 0, 10, 117, 1, 115, 3, 1, 127, 1, 126, 1, 127, 66, 165, 198, 136, 161, 200, 156, 167,

@@ -5,7 +5,7 @@
 // List document, and nothing at all when a page fails half way (docs/adr/0025-plugin-start-and-stream.md).
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { goJson, sortKeys } from './goformat.ts';
-import { itemwiseTemplate, JsonPathError } from './jsonpath.ts';
+import { JsonPathError } from './jsonpath.ts';
 import { customColumnRows, printNodeDisks, tableRows, withoutManagedFields, YAML_OPTIONS, type PrintOptions } from './printers.ts';
 import { TabWriter } from './tabwriter.ts';
 import { tableCellText } from './escape.ts';

@@ -14,7 +14,6 @@ import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { dump } from 'js-yaml';
 import { ensureBinaries, type ControlPlaneBinaries } from './binaries.ts';
 import { ServerProcess } from '../lib/process.ts';

@@ -41,7 +41,7 @@ function parseProxyUrl(raw: string, source: string, schemes: string[]): URL {
   } catch {
     url = undefined;
   }
-  if ((!url || !url.host) && !raw.includes('://')) {
+  if (!url?.host && !raw.includes('://')) {
     try {
       url = new URL(`http://${raw}`);
     } catch {

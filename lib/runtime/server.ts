@@ -5,10 +5,8 @@ import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Registry } from './metrics.ts';
 
-export interface Probe {
-  /** undefined when fine, otherwise why not. */
-  (): string | undefined;
-}
+/** undefined when fine, otherwise why not. */
+export type Probe = () => string | undefined;
 
 export interface OpsServerOptions {
   /** "host:port" or ":port"; port 0 picks a free one. */

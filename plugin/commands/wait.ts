@@ -97,7 +97,7 @@ export const waitCommand: CommandSpec<WaitArgs> = {
     const seenAll = (list: NodeDisk[]) => {
       const present = new Set(list.map((nd) => nd.metadata.name ?? ''));
       if (waitFor.kind === 'delete') for (const t of targets) if (!present.has(t.name)) t.met = true;
-      list.forEach((nd) => seen(nd));
+      for (const nd of list) seen(nd);
     };
     const pending = () => targets.filter((t) => !t.met);
     seenAll(items);

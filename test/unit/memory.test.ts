@@ -36,7 +36,9 @@ test('cgroup v2: memory.max, the smallest along the path; "max" everywhere is no
     'sys/fs/cgroup/kubepods.slice/pod1/c1/memory.max': 'max',
   });
   const unlimited = fakeRoot({ 'proc/self/cgroup': '0::/\n', 'sys/fs/cgroup/memory.max': 'max' });
-  t.teardown(() => [limited, unlimited].forEach((r) => rmSync(r, { recursive: true })));
+  t.teardown(() => {
+    for (const r of [limited, unlimited]) rmSync(r, { recursive: true });
+  });
   t.is(cgroupMemoryLimit(limited), 200 * MiB);
   t.is(cgroupMemoryLimit(unlimited), undefined);
 });

@@ -21,7 +21,7 @@ test('the system tar lists every entry with its owner, mode and size, long paths
     const listing = execFileSync('tar', ['-tvf', join(dir, 'x.tar'), '--numeric-owner'], { encoding: 'utf8' });
     t.regex(listing, /-rw-r--r-- 0\/0 +15 .* app\/main\.mjs/);
     t.regex(listing, /drwx------ 65532\/65532 +0 .* home\/nonroot\//);
-    t.regex(listing, new RegExp(`-rw------- 0/0 +1000 .* deep/d{90}/f{60}\\.txt`));
+    t.regex(listing, /-rw------- 0\/0 +1000 .* deep\/d{90}\/f{60}\.txt/);
     t.regex(listing, /lrwxrwxrwx 0\/0 +0 .* bin\/sh -> \/nodejs\/bin\/node/);
     execFileSync('tar', ['-xf', join(dir, 'x.tar'), '-C', dir]);
     t.is(readFileSync(join(dir, 'app/main.mjs'), 'utf8'), 'console.log(1)\n');

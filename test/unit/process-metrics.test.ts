@@ -51,7 +51,7 @@ test('values are read at each scrape: CPU, open fds, external memory and active 
   const until = process.cpuUsage().user + 50_000;
   while (process.cpuUsage().user < until);
   const after = values();
-  fds.forEach((fd) => closeSync(fd));
+  for (const fd of fds) closeSync(fd);
   clearInterval(timer);
   t.is((after.get('nodejs_active_resources{type="Timeout"}') ?? 0) - (before.get('nodejs_active_resources{type="Timeout"}') ?? 0), 1, 'one more timer keeps the loop alive');
   t.is(after.get('process_open_fds')! - before.get('process_open_fds')!, 3, 'three more files open');
