@@ -144,13 +144,7 @@ export class Agent {
    * controller shows the node's disks as stale (ADR 24).
    */
   private canRenew(): boolean {
-    return (
-      this.informer.hasSynced &&
-      this.informer.error === undefined &&
-      this.discovery !== undefined &&
-      this.discoveryError === undefined &&
-      this.liveness() === undefined
-    );
+    return this.informer.hasSynced && this.informer.error === undefined && this.discovery !== undefined && this.discoveryError === undefined && this.liveness() === undefined;
   }
 
   private enqueue(diskID: string, queue: Set<string> = this.urgent): void {
@@ -467,10 +461,7 @@ export class Agent {
     if (!statusChanged(nd.status?.node, next)) return;
     const status: NodeStatus = { ...next, lastSeenTime: now() };
     try {
-      const updated = await client.applyStatus(
-        { apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: status } },
-        { fieldManager: FIELD_MANAGER.agent },
-      );
+      const updated = await client.applyStatus({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: status } }, { fieldManager: FIELD_MANAGER.agent });
       this.informer.storeOwnWrite(lean(updated));
     } catch (err) {
       this.o.metrics.apiErrors.inc({ op: 'status' });

@@ -41,7 +41,11 @@ function agentFlags(env: NodeJS.ProcessEnv): Record<string, FlagSpec> {
     kubeconfig: { describe: 'Path to a kubeconfig; in-cluster config when unset' },
     'http-address': { default: env.HTTP_ADDRESS ?? ':8080', describe: 'Address for /metrics, /healthz and /readyz' },
     heartbeat: { default: env.HEARTBEAT ?? '60s', describe: `Renew this node's heartbeat Lease this often; it lasts ${LEASE_PERIODS} times as long (status is written only when it changes)` },
-    'lease-namespace': { default: env.POD_NAMESPACE ?? DEFAULT_SYSTEM_NAMESPACE, defaultDescription: `$POD_NAMESPACE or ${DEFAULT_SYSTEM_NAMESPACE}`, describe: 'Namespace of the heartbeat Lease (the system namespace)' },
+    'lease-namespace': {
+      default: env.POD_NAMESPACE ?? DEFAULT_SYSTEM_NAMESPACE,
+      defaultDescription: `$POD_NAMESPACE or ${DEFAULT_SYSTEM_NAMESPACE}`,
+      describe: 'Namespace of the heartbeat Lease (the system namespace)',
+    },
     'rescan-interval': { default: env.RESCAN_INTERVAL ?? '60s', describe: 'Full rescan of the disk dir, a safety net for missed file-system events' },
     'log-level': { default: env.LOG_LEVEL ?? 'info', describe: 'debug, info, warn or error' },
   };
@@ -102,7 +106,8 @@ export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv = proces
   const rescanMs = parseDuration(args['rescan-interval'], '--rescan-interval');
   if (heartbeatMs < 1000) throw new Error('--heartbeat must be at least 1s');
   const leaseNamespace = args['lease-namespace'];
-  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(leaseNamespace)) throw new Error(`--lease-namespace ${JSON.stringify(leaseNamespace)} is not a namespace name (lowercase letters, digits and '-', at most 63)`);
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(leaseNamespace))
+    throw new Error(`--lease-namespace ${JSON.stringify(leaseNamespace)} is not a namespace name (lowercase letters, digits and '-', at most 63)`);
   if (rescanMs < 100) throw new Error('--rescan-interval must be at least 100ms');
   return {
     nodeName,

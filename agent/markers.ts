@@ -27,7 +27,10 @@ type StatLike = { size: number } & FileType;
 /** The file-system calls that look at a marker (tests swap an entry between two of them, or count reads). */
 export interface MarkerFs {
   lstat(path: string): Promise<StatLike>;
-  open(path: string, flags: number): Promise<{
+  open(
+    path: string,
+    flags: number,
+  ): Promise<{
     stat(): Promise<StatLike>;
     read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
     close(): Promise<void>;

@@ -16,9 +16,7 @@ export interface ListOptions {
   resourceVersion?: string;
 }
 
-export type JsonPatchOp =
-  | { op: 'add' | 'replace' | 'test'; path: string; value: unknown }
-  | { op: 'remove'; path: string };
+export type JsonPatchOp = { op: 'add' | 'replace' | 'test'; path: string; value: unknown } | { op: 'remove'; path: string };
 
 export interface ApplyOptions {
   fieldManager: string;
@@ -95,7 +93,10 @@ export class NodeDiskClient {
       query: { ...listQuery(o), includeObject: 'None' },
       accept: 'application/json;as=Table;v=v1;g=meta.k8s.io',
     });
-    const col = Math.max(0, (table.columnDefinitions ?? []).findIndex((c) => c.name === column));
+    const col = Math.max(
+      0,
+      (table.columnDefinitions ?? []).findIndex((c) => c.name === column),
+    );
     const names = (table.rows ?? []).map((r) => String(r.cells[col] ?? '')).filter(Boolean);
     return { names, ...(table.metadata?.continue ? { continue: table.metadata.continue } : {}) };
   }
@@ -144,11 +145,6 @@ export class NodeDiskClient {
   }
 
   watch(o: ListOptions & { allowWatchBookmarks?: boolean; timeoutSeconds?: number }, signal?: AbortSignal): AsyncGenerator<WatchEvent<NodeDisk>> {
-    return watch<NodeDisk>(
-      this.rest,
-      NODEDISKS_PATH,
-      { ...listQuery(o), allowWatchBookmarks: o.allowWatchBookmarks, timeoutSeconds: o.timeoutSeconds },
-      signal,
-    );
+    return watch<NodeDisk>(this.rest, NODEDISKS_PATH, { ...listQuery(o), allowWatchBookmarks: o.allowWatchBookmarks, timeoutSeconds: o.timeoutSeconds }, signal);
   }
 }

@@ -22,9 +22,7 @@ export const HASHED_HEAD_LENGTH = MAX_NAME_LENGTH - HASH_LENGTH - 1;
 function shortHash(...parts: string[]): string {
   // NUL cannot occur in a node name or a file name, so the joined input is unambiguous. node:crypto is
   // loaded only here, when a name is too long: importing it costs every plugin start a few milliseconds.
-  return process
-    .getBuiltinModule('node:crypto')
-    .createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, HASH_LENGTH);
+  return process.getBuiltinModule('node:crypto').createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, HASH_LENGTH);
 }
 
 /** The seed's normalization: lowercase, `_` and `.` and anything else outside [a-z0-9-] become `-`. */

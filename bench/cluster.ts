@@ -24,7 +24,10 @@ const run = startCluster(env);
 try {
   await waitForOutput(run, UP, 40 * 60_000);
   const up = (Date.now() - t0) / 1000;
-  const figures = run.output().split('\n').filter((l) => /Ready .* s after|running as pods|^image /.test(l));
+  const figures = run
+    .output()
+    .split('\n')
+    .filter((l) => /Ready .* s after|running as pods|^image /.test(l));
   console.log(`warm start to nine NodeDisks reported: ${up.toFixed(1)} s (npm run cluster's own figures below)`);
   for (const l of figures) console.log(`  ${l}`);
 
@@ -33,12 +36,25 @@ try {
   const procsOf = (dir: string): number[] => {
     if (!existsSync(dir)) return [];
     const here = readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
-    return [...here, ...readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).flatMap((e) => procsOf(join(dir, e.name)))];
+    return [
+      ...here,
+      ...readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .flatMap((e) => procsOf(join(dir, e.name))),
+    ];
   };
   const component = (pid: number): string => {
     const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
     const joined = args.join(' ');
-    for (const [re, name] of [[/node-disks-agent\.mjs/, 'agent (pod)'], [/node-disks-operator\.mjs/, 'controller (pod)'], [/relay\.ts/, 'relay'], [/containerd-shim/, 'containerd-shim'], [/^\/pause/, 'pause'], [/sleep infinity/, 'holder']] as const) if (re.test(joined)) return name;
+    for (const [re, name] of [
+      [/node-disks-agent\.mjs/, 'agent (pod)'],
+      [/node-disks-operator\.mjs/, 'controller (pod)'],
+      [/relay\.ts/, 'relay'],
+      [/containerd-shim/, 'containerd-shim'],
+      [/^\/pause/, 'pause'],
+      [/sleep infinity/, 'holder'],
+    ] as const)
+      if (re.test(joined)) return name;
     return (args[0] ?? '?').split('/').at(-1)!;
   };
   for (const cg of ['ndc-cp', 'ndc-m02', 'ndc-m03', 'ndc-m04']) {

@@ -53,7 +53,12 @@ try {
   await eventually(`${DISKS} disks Available`, async () => (await client.list()).items.filter((i) => i.status?.node?.phase === 'Available').length === DISKS, 600_000, 1000);
   const discoverySeconds = (performance.now() - t0) / 1000;
   // Ready needs the controller's one status write per disk, after the agent's report.
-  await eventually(`${DISKS} disks Ready`, async () => (await client.list()).items.filter((i) => i.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === DISKS, 600_000, 1000);
+  await eventually(
+    `${DISKS} disks Ready`,
+    async () => (await client.list()).items.filter((i) => i.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === DISKS,
+    600_000,
+    1000,
+  );
   const controllerStatusWrites = await metric(programs[0]!, /^nodedisks_controller_writes_total\{kind="status"\} (\d+)$/m);
 
   // One more disk file on a node that has DISKS: file written → NodeDisk exists, → reported Available.
@@ -88,8 +93,12 @@ try {
   console.log(`disks: ${DISKS} on one node; Kubernetes ${cp.binaries.kubernetesVersion}`);
   console.log(`discovery: all ${DISKS} disks created and reported Available in ${discoverySeconds.toFixed(2)} s (agent start included)`);
   console.log(`controller status writes for the ${DISKS} new disks: ${controllerStatusWrites}`);
-  console.log(`new disk file → NodeDisk created: p50 ${pct(toCreated, 0.5).toFixed(0)} ms, p95 ${pct(toCreated, 0.95).toFixed(0)} ms; → reported Available: p50 ${pct(toAvailable, 0.5).toFixed(0)} ms, p95 ${pct(toAvailable, 0.95).toFixed(0)} ms (${SAMPLES} files, ${DISKS} disks on the node, rescan ${RESCAN}, ${scans} full scans so far)`);
-  console.log(`label → marker on disk (kubectl label included): p50 ${pct(latencies, 0.5).toFixed(0)} ms, p95 ${pct(latencies, 0.95).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms over ${SAMPLES}`);
+  console.log(
+    `new disk file → NodeDisk created: p50 ${pct(toCreated, 0.5).toFixed(0)} ms, p95 ${pct(toCreated, 0.95).toFixed(0)} ms; → reported Available: p50 ${pct(toAvailable, 0.5).toFixed(0)} ms, p95 ${pct(toAvailable, 0.95).toFixed(0)} ms (${SAMPLES} files, ${DISKS} disks on the node, rescan ${RESCAN}, ${scans} full scans so far)`,
+  );
+  console.log(
+    `label → marker on disk (kubectl label included): p50 ${pct(latencies, 0.5).toFixed(0)} ms, p95 ${pct(latencies, 0.95).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms over ${SAMPLES}`,
+  );
   console.log(`steady state: ${changed} NodeDisks written in ${STEADY_SECONDS} s with a ${RESCAN} rescan (liveness: one heartbeat Lease per node, ADR 24)`);
   console.log(`memory (RSS): agent ${rssMiB(agent).toFixed(0)} MiB, controller ${rssMiB(programs[0]!).toFixed(0)} MiB`);
 } finally {

@@ -78,7 +78,12 @@ try {
   // NODE_COMPILE_CACHE only for a bundle (a shell launcher): set for a single executable, Node would
   // enable its compile cache at start for nothing (the executable's code is not loaded from files).
   const isBundle = (exe: string) => readFileSync(exe).subarray(0, 2).toString() === '#!';
-  const envFor = (b: (typeof BUILDS)[number]) => ({ ...process.env, KUBECONFIG: kubeconfig, XDG_CACHE_HOME: join(b.caches, 'xdg'), ...(isBundle(b.exe) ? { NODE_COMPILE_CACHE: join(b.caches, 'node') } : {}) });
+  const envFor = (b: (typeof BUILDS)[number]) => ({
+    ...process.env,
+    KUBECONFIG: kubeconfig,
+    XDG_CACHE_HOME: join(b.caches, 'xdg'),
+    ...(isBundle(b.exe) ? { NODE_COMPILE_CACHE: join(b.caches, 'node') } : {}),
+  });
   const prepare = (b: (typeof BUILDS)[number]) => {
     if (b.fresh) rmSync(b.caches, { recursive: true, force: true });
     mkdirSync(b.caches, { recursive: true });

@@ -51,8 +51,24 @@ try {
         const node = `bench-node-${Math.floor(i / 100)}`;
         const disk = `disk${i % 100}`;
         const name = nodeDiskName(node, disk);
-        await client.create({ apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: { [LABEL_NODE]: node, [LABEL_DISK]: disk } }, spec: { nodeName: node, diskID: disk, path: diskPath('/var/lib/node-disks-manager/disks', disk) } }, { fieldManager: FIELD_MANAGER.agent });
-        await client.applyStatus({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: { phase: 'Available', capacityBytes: 67108864, lastSeenTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } }, { fieldManager: FIELD_MANAGER.agent });
+        await client.create(
+          {
+            apiVersion: API_VERSION,
+            kind: KIND,
+            metadata: { name, labels: { [LABEL_NODE]: node, [LABEL_DISK]: disk } },
+            spec: { nodeName: node, diskID: disk, path: diskPath('/var/lib/node-disks-manager/disks', disk) },
+          },
+          { fieldManager: FIELD_MANAGER.agent },
+        );
+        await client.applyStatus(
+          {
+            apiVersion: API_VERSION,
+            kind: KIND,
+            metadata: { name },
+            status: { node: { phase: 'Available', capacityBytes: 67108864, lastSeenTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } },
+          },
+          { fieldManager: FIELD_MANAGER.agent },
+        );
       }
     };
     await Promise.all(Array.from({ length: 16 }, worker));

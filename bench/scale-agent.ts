@@ -35,11 +35,16 @@ async function memory(p: Program): Promise<{ rss: number; peak: number; anon: nu
 
 /** CPU seconds (user + system) the agent's process has used so far. */
 async function cpuSeconds(p: Program): Promise<number> {
-  const fields = readFileSync(`/proc/${await p.programPid()}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const fields = readFileSync(`/proc/${await p.programPid()}/stat`, 'utf8')
+    .split(') ')[1]!
+    .split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
 }
 
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 const mib = (x: number) => `${x.toFixed(1)} MiB`;
 
 const cp = await ControlPlane.start({ auditWrites: true });
@@ -52,7 +57,16 @@ try {
   const client = new NodeDiskClient(new RestClient(loadKubeConfig({ kubeconfig: cp.admin().kubeconfig })));
   const t0 = performance.now();
   agent = new Program('agent', join(work, 'agent.log'), BUNDLE, []);
-  agent.start(process.execPath, [...NODE_FLAGS, BUNDLE, `--kubeconfig=${identity.kubeconfig}`, `--node-name=${node}`, `--disk-dir=${diskDir}`, `--host-disk-dir=${DEFAULT_DISK_DIR}`, '--http-address=127.0.0.1:0', ...EXTRA]);
+  agent.start(process.execPath, [
+    ...NODE_FLAGS,
+    BUNDLE,
+    `--kubeconfig=${identity.kubeconfig}`,
+    `--node-name=${node}`,
+    `--disk-dir=${diskDir}`,
+    `--host-disk-dir=${DEFAULT_DISK_DIR}`,
+    '--http-address=127.0.0.1:0',
+    ...EXTRA,
+  ]);
   const available = async () => {
     let n = 0;
     for await (const page of client.listPages({ fieldSelector: `spec.nodeName=${node},status.node.phase=Available` })) n += page.items.length;
@@ -90,7 +104,9 @@ try {
   const text = await (await fetch(`http://127.0.0.1:${/"httpPort":(\d+)/.exec(agent.logs(Number.MAX_SAFE_INTEGER))?.[1]}/metrics`)).text();
   const gauge = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN) / 1048576;
   const spaces = [...text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\d+)/gm)].map((m) => `${m[1]} ${(Number(m[2]) / 1048576).toFixed(1)}`).join(', ');
-  console.log(`| agent V8 heap used / total; external (its /metrics at the end) | ${mib(gauge(/^nodejs_heap_size_used_bytes (\d+)/m))} / ${mib(gauge(/^nodejs_heap_size_total_bytes (\d+)/m))}; ${mib(gauge(/^nodejs_external_memory_bytes (\d+)/m))} |`);
+  console.log(
+    `| agent V8 heap used / total; external (its /metrics at the end) | ${mib(gauge(/^nodejs_heap_size_used_bytes (\d+)/m))} / ${mib(gauge(/^nodejs_heap_size_total_bytes (\d+)/m))}; ${mib(gauge(/^nodejs_external_memory_bytes (\d+)/m))} |`,
+  );
   console.log(`| agent V8 heap spaces (total MiB) | ${spaces} |`);
   console.log(`| agent RSS at the end: anonymous / file-backed (the node binary's pages) | ${mib(steady.anon)} / ${mib(steady.file)} |`);
   console.log(`| load average (1, 5, 15 min) at the end | ${load()} |`);

@@ -20,18 +20,7 @@ import { ControlPlane } from '../hack/controlplane/controlplane.ts';
 import { CONTROLLER_MAIN } from '../hack/lib/programs.ts';
 import { ServerProcess } from '../hack/lib/process.ts';
 import { eventually } from '../hack/lib/wait.ts';
-import {
-  adminClient,
-  apiserverRequests,
-  childPid,
-  controlPlaneCpu,
-  cpuSeconds,
-  formatRequests,
-  loadAverage,
-  populateFleet,
-  requestDelta,
-  sampleRss,
-} from './lib/fleet.ts';
+import { adminClient, apiserverRequests, childPid, controlPlaneCpu, cpuSeconds, formatRequests, loadAverage, populateFleet, requestDelta, sampleRss } from './lib/fleet.ts';
 
 const N = Number(process.env.SCALE_N ?? 1000);
 const NODES = 200;
@@ -65,7 +54,13 @@ const sum = (text: string, name: string) =>
     .filter((l) => l.startsWith(name) && !l.startsWith('#'))
     .reduce((s, l) => s + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 
-const cgroupFile = (f: string) => Number(readFileSync(join(CGROUP, f), 'utf8').trim().split('\n').find((l) => !l.includes(' ')) ?? NaN);
+const cgroupFile = (f: string) =>
+  Number(
+    readFileSync(join(CGROUP, f), 'utf8')
+      .trim()
+      .split('\n')
+      .find((l) => !l.includes(' ')) ?? NaN,
+  );
 const oomKills = () => Number(/oom_kill (\d+)/.exec(readFileSync(join(CGROUP, 'memory.oom_control'), 'utf8'))?.[1] ?? 0);
 
 interface Phase {
@@ -157,7 +152,9 @@ try {
   await again.p.stop();
 
   const f = (x: number, d = 1) => x.toFixed(d);
-  console.log('| phase | time | controller writes | writes/s | NodeDisk requests at the API server | Event POSTs | CPU s: kube-apiserver / etcd / controller | controller RSS peak / idle | load (1/5/15 min) |');
+  console.log(
+    '| phase | time | controller writes | writes/s | NodeDisk requests at the API server | Event POSTs | CPU s: kube-apiserver / etcd / controller | controller RSS peak / idle | load (1/5/15 min) |',
+  );
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const [name, r, load] of [
     ['first start', first.r, loadFirst],
@@ -170,7 +167,9 @@ try {
   const cache = await cacheHeapPer10k(client, work);
   console.log(`informer cache per 10,000 reconciled NodeDisks (V8 heap): whole objects ${f(cache.wholeMiB)} MiB, the controller's lean copies ${f(cache.leanMiB)} MiB`);
   if (LIMIT_MIB !== undefined) {
-    console.log(`memory cgroup ${CGROUP}: limit ${LIMIT_MIB} MiB, max usage ${f(cgroupFile('memory.max_usage_in_bytes') / 2 ** 20, 0)} MiB, failcnt ${cgroupFile('memory.failcnt')}, oom_kill ${oomKills()}`);
+    console.log(
+      `memory cgroup ${CGROUP}: limit ${LIMIT_MIB} MiB, max usage ${f(cgroupFile('memory.max_usage_in_bytes') / 2 ** 20, 0)} MiB, failcnt ${cgroupFile('memory.failcnt')}, oom_kill ${oomKills()}`,
+    );
   }
 } finally {
   await Promise.all(procs.map((p) => p.stop()));

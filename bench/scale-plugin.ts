@@ -70,10 +70,7 @@ try {
     await populateReported(client, created, size);
     created = size;
     if (size > 300) console.error(`populated ${size} NodeDisks in ${((Date.now() - started) / 1000).toFixed(0)} s`);
-    const commands = [
-      { args: ['get', 'nodedisks'], env: envFor(PLUGINS[0]!.dir) },
-      ...PLUGINS.map((p) => ({ args: ['nodedisks', 'list'], env: envFor(p.dir) })),
-    ];
+    const commands = [{ args: ['get', 'nodedisks'], env: envFor(PLUGINS[0]!.dir) }, ...PLUGINS.map((p) => ({ args: ['nodedisks', 'list'], env: envFor(p.dir) }))];
     const samples: Sample[][] = commands.map(() => []);
     for (const c of commands) await measure(kubectl, c.args, c.env);
     for (let r = 0; r < RUNS; r++) {

@@ -38,17 +38,30 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     .option('lease-duration', { type: 'string', default: '15s' })
     .option('renew-deadline', { type: 'string', default: '10s' })
     .option('retry-period', { type: 'string', default: '2s' })
-    .option('agent-lease-namespace', { type: 'string', default: env.POD_NAMESPACE ?? 'node-disks-system', defaultDescription: '$POD_NAMESPACE or node-disks-system', describe: 'Namespace of the agents\' heartbeat Leases: Ready turns Unknown (AgentStale) when a node\'s Lease expires' })
-    .option('agent-stale-after', { type: 'string', default: env.AGENT_STALE_AFTER ?? '15m', describe: 'For a node with no heartbeat Lease (an agent older than it): Ready turns Unknown when its report is older than this' })
-    .option('agent-report-grace', { type: 'string', default: env.AGENT_REPORT_GRACE ?? '5s', describe: 'How long a new NodeDisk waits for its agent\'s first report before its status says WaitingForAgent (one status write per new disk instead of two); 0 writes at once' })
+    .option('agent-lease-namespace', {
+      type: 'string',
+      default: env.POD_NAMESPACE ?? 'node-disks-system',
+      defaultDescription: '$POD_NAMESPACE or node-disks-system',
+      describe: "Namespace of the agents' heartbeat Leases: Ready turns Unknown (AgentStale) when a node's Lease expires",
+    })
+    .option('agent-stale-after', {
+      type: 'string',
+      default: env.AGENT_STALE_AFTER ?? '15m',
+      describe: 'For a node with no heartbeat Lease (an agent older than it): Ready turns Unknown when its report is older than this',
+    })
+    .option('agent-report-grace', {
+      type: 'string',
+      default: env.AGENT_REPORT_GRACE ?? '5s',
+      describe: "How long a new NodeDisk waits for its agent's first report before its status says WaitingForAgent (one status write per new disk instead of two); 0 writes at once",
+    })
     // kube-controller-manager's default for its concurrent syncs (--concurrent-deployment-syncs and the
     // like): enough to keep several requests in flight per round trip, few enough to keep the API server's
     // queue short. Each worker holds one NodeDisk at a time; the queue never hands one to two workers.
     .option('workers', { type: 'number', default: 5, describe: 'NodeDisks reconciled at once (one worker per NodeDisk at a time)' })
     // A fuse, not a throttle: at the defaults the API server (its CPU, its priority and fairness) is what
     // bounds a cold start of tens of thousands of NodeDisks, not this client. See docs/adr/0023.
-    .option('kube-api-qps', { type: 'number', default: 500, describe: 'Requests per second to the API server, all workers together (client-go\'s QPS); leader election is not counted' })
-    .option('kube-api-burst', { type: 'number', default: 1000, describe: 'Requests allowed at once above --kube-api-qps before it applies (client-go\'s burst)' })
+    .option('kube-api-qps', { type: 'number', default: 500, describe: "Requests per second to the API server, all workers together (client-go's QPS); leader election is not counted" })
+    .option('kube-api-burst', { type: 'number', default: 1000, describe: "Requests allowed at once above --kube-api-qps before it applies (client-go's burst)" })
     .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info' });
   const a = strictFlags(parser).parseSync();
   stopIfHelp(a);

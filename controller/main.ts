@@ -56,7 +56,15 @@ function newController(termRest: RestClient): { controller: Controller; heartbea
       for (const [name, nd] of c.informer.cache) if (nodes.has(nd.spec.nodeName)) c.queue.add(name);
     },
   });
-  const reconciler = new Reconciler({ client, events: new EventRecorder(termRest, config.identity, log), log, metrics, staleAfterMs: config.staleAfterMs, firstReportGraceMs: config.firstReportGraceMs, heartbeats });
+  const reconciler = new Reconciler({
+    client,
+    events: new EventRecorder(termRest, config.identity, log),
+    log,
+    metrics,
+    staleAfterMs: config.staleAfterMs,
+    firstReportGraceMs: config.firstReportGraceMs,
+    heartbeats,
+  });
   const c = new Controller({ client, reconciler, workers: config.workers, log, metrics });
   return { controller: c, heartbeats };
 }

@@ -5,10 +5,7 @@
 import { AUTO_OWNER, AUTO_RESERVE_VALUE, LABEL_AUTO_RESERVE } from '../api/constants.ts';
 import type { DesiredSpec, NodeDisk } from '../api/v1alpha1/types.ts';
 
-export type PolicyDecision =
-  | { action: 'none'; note?: PolicyNote }
-  | { action: 'reserve'; desired: DesiredSpec; note: PolicyNote }
-  | { action: 'release'; desired: DesiredSpec; note: PolicyNote };
+export type PolicyDecision = { action: 'none'; note?: PolicyNote } | { action: 'reserve'; desired: DesiredSpec; note: PolicyNote } | { action: 'release'; desired: DesiredSpec; note: PolicyNote };
 
 export interface PolicyNote {
   /** CamelCase, for Events and conditions. */

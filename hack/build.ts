@@ -74,7 +74,10 @@ for (const p of programs) {
 // Launchers for development and tests: the plugin on PATH as kubectl expects, run by the pinned Node.
 await mkdir(`${REPO_ROOT}/dist/bin`, { recursive: true });
 const plugin = `${REPO_ROOT}/dist/plugin/kubectl-nodedisks.mjs`;
-for (const [file, extra] of [['kubectl-nodedisks', ''], ['kubectl_complete-nodedisks', ' __complete']] as const) {
+for (const [file, extra] of [
+  ['kubectl-nodedisks', ''],
+  ['kubectl_complete-nodedisks', ' __complete'],
+] as const) {
   const path = `${REPO_ROOT}/dist/bin/${file}`;
   await writeFile(path, `#!/bin/sh\nexec "${process.execPath}" "${plugin}"${extra} "$@"\n`);
   await chmod(path, 0o755);

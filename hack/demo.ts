@@ -86,14 +86,13 @@ In another terminal:
 The disk dir of node N is ${rel}/nodes/N/disks (it plays /var/lib/node-disks-manager/disks).
 Press Ctrl-C to stop everything.`);
   // If a program dies, say so and stop, rather than leave a half-working demo.
-  await Promise.race(programs.map((p) => p.whenExited().then((code) => ({ p, code }))))
-    .then(({ p, code }) => {
-      if (!stopping) {
-        console.error(`\n${p.name} exited (${code}); its log: ${p.logFile}`);
-        return shutdown(1);
-      }
-      return undefined;
-    });
+  await Promise.race(programs.map((p) => p.whenExited().then((code) => ({ p, code })))).then(({ p, code }) => {
+    if (!stopping) {
+      console.error(`\n${p.name} exited (${code}); its log: ${p.logFile}`);
+      return shutdown(1);
+    }
+    return undefined;
+  });
 } catch (err) {
   console.error(`error: ${(err as Error).message}`);
   await shutdown(1);

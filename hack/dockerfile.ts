@@ -10,7 +10,10 @@ export const DOCKERFILE = join(REPO_ROOT, 'Dockerfile');
 export function renderDockerfile(): string {
   const stages = IMAGES.map(
     (img) => `
-${img.why.split('\n').map((l) => `# ${l}`).join('\n')}
+${img.why
+  .split('\n')
+  .map((l) => `# ${l}`)
+  .join('\n')}
 FROM ${BASE_IMAGE}${img.baseTag === 'latest' ? '' : `:${img.baseTag}`} AS ${img.target}
 COPY --from=build /src/${img.distDir}/ ${APP_DIR}/
 ${LEGAL_FILES.map((f) => `COPY ${f} ${APP_DIR}/${f}`).join('\n')}

@@ -181,9 +181,15 @@ export function archiveFiles(p: Platform): string[] {
 async function stageExtras(p: Platform, stage: string, log: (line: string) => void): Promise<void> {
   if (p.os === 'windows') {
     // kubectl finds plugin completion helpers with PATHEXT on Windows, so a .cmd works as the shell script does.
-    await writeFile(join(stage, 'kubectl_complete-nodedisks.cmd'), '@rem kubectl runs this to complete `kubectl nodedisks ...`; copy it next to kubectl-nodedisks.exe on your PATH.\r\n@kubectl-nodedisks.exe __complete %*\r\n');
+    await writeFile(
+      join(stage, 'kubectl_complete-nodedisks.cmd'),
+      '@rem kubectl runs this to complete `kubectl nodedisks ...`; copy it next to kubectl-nodedisks.exe on your PATH.\r\n@kubectl-nodedisks.exe __complete %*\r\n',
+    );
   } else {
-    await writeFile(join(stage, 'kubectl_complete-nodedisks'), '#!/bin/sh\n# kubectl runs this to complete `kubectl nodedisks …`; link it next to kubectl-nodedisks on your PATH.\nexec kubectl-nodedisks __complete "$@"\n');
+    await writeFile(
+      join(stage, 'kubectl_complete-nodedisks'),
+      '#!/bin/sh\n# kubectl runs this to complete `kubectl nodedisks …`; link it next to kubectl-nodedisks on your PATH.\nexec kubectl-nodedisks __complete "$@"\n',
+    );
     await chmod(join(stage, 'kubectl_complete-nodedisks'), 0o755);
   }
   await copyFile(join(REPO_ROOT, 'LICENSE'), join(stage, 'LICENSE'));
@@ -239,7 +245,9 @@ async function seaBlob(work: string): Promise<string> {
 }
 
 async function sha256(path: string): Promise<string> {
-  return createHash('sha256').update(await readFile(path)).digest('hex');
+  return createHash('sha256')
+    .update(await readFile(path))
+    .digest('hex');
 }
 
 export interface Built {
@@ -264,11 +272,15 @@ export async function release(o: { platforms: Platform[]; out: string; manifest:
       await copyFile(nodes.get(p.id)!, exe);
       await chmod(exe, 0o755);
       const postject = join(REPO_ROOT, 'node_modules', 'postject', 'dist', 'cli.js');
-      await run(process.execPath, [postject, exe, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE, ...(p.os === 'darwin' ? ['--macho-segment-name', 'NODE_SEA'] : [])], { maxBuffer: 16 * 1024 * 1024 });
+      await run(process.execPath, [postject, exe, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE, ...(p.os === 'darwin' ? ['--macho-segment-name', 'NODE_SEA'] : [])], {
+        maxBuffer: 16 * 1024 * 1024,
+      });
       await stageExtras(p, stage, log);
       const archive = join(o.out, `kubectl-nodedisks_${p.os}_${p.arch}.tar.gz`);
       // Reproducible: the same inputs give the same bytes, so the sha256 in the manifest can be checked.
-      await run('sh', ['-c', `tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "${stage}" -cf - ${archiveFiles(p).join(' ')} | gzip -n > "${archive}"`], { maxBuffer: 16 * 1024 * 1024 });
+      await run('sh', ['-c', `tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "${stage}" -cf - ${archiveFiles(p).join(' ')} | gzip -n > "${archive}"`], {
+        maxBuffer: 16 * 1024 * 1024,
+      });
       built.push({ platform: p, archive, sha256: await sha256(archive) });
       log(`built ${archive} (Node ${p.nodeVersion})`);
     }

@@ -59,7 +59,11 @@ export const GLOBAL_FLAGS: Record<string, FlagSpec> = {
 function pflagForms(argv: string[], flags: Record<string, FlagSpec>): { args: string[]; explicitFalse: string[] } {
   const args: string[] = [];
   const explicitFalse: string[] = [];
-  const byShort = new Map(Object.entries(flags).filter(([, f]) => f.short).map(([name, f]) => [f.short!, { name, f }]));
+  const byShort = new Map(
+    Object.entries(flags)
+      .filter(([, f]) => f.short)
+      .map(([name, f]) => [f.short!, { name, f }]),
+  );
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--') {
@@ -143,9 +147,7 @@ function flagLines(flags: Record<string, FlagSpec>): string {
 
 /** kubectl's help layout: description, examples, options, usage. */
 export function commandHelp(spec: CommandSpec): string {
-  const usage = spec.positionals
-    .map((p) => (p.variadic ? `[${p.name.toUpperCase()}...]` : p.required ? p.name.toUpperCase() : `[${p.name.toUpperCase()}]`))
-    .join(' ');
+  const usage = spec.positionals.map((p) => (p.variadic ? `[${p.name.toUpperCase()}...]` : p.required ? p.name.toUpperCase() : `[${p.name.toUpperCase()}]`)).join(' ');
   const examples = spec.examples.map(([cmd, what]) => `  # ${what}\n  ${cmd}`).join('\n\n');
   return (
     `${spec.description ?? spec.summary}\n\n` +

@@ -37,5 +37,14 @@ export function table(header: string[] | undefined, rows: string[][]): string {
   const all = header ? [header, ...rows] : rows;
   if (all.length === 0) return '';
   const widths = all[0]!.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
-  return all.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]! + 3))).join('').trimEnd()).join('\n') + '\n';
+  return (
+    all
+      .map((r) =>
+        r
+          .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]! + 3)))
+          .join('')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }

@@ -28,7 +28,10 @@ function entryText(file: string, neighbour: Node | undefined): string {
 
 /** The text of a new kustomization.yaml listing `files`. */
 export function newKustomization(files: string[]): string {
-  return `${NEW_KUSTOMIZATION}resources:\n${[...files].sort().map((f) => `  - ${f}\n`).join('')}`;
+  return `${NEW_KUSTOMIZATION}resources:\n${[...files]
+    .sort()
+    .map((f) => `  - ${f}\n`)
+    .join('')}`;
 }
 
 /**

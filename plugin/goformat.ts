@@ -8,7 +8,12 @@ export function sortKeys(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortKeys);
   if (v !== null && typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    return Object.fromEntries(Object.keys(o).sort().filter((k) => o[k] !== undefined).map((k) => [k, sortKeys(o[k])]));
+    return Object.fromEntries(
+      Object.keys(o)
+        .sort()
+        .filter((k) => o[k] !== undefined)
+        .map((k) => [k, sortKeys(o[k])]),
+    );
   }
   return v;
 }
@@ -29,7 +34,10 @@ export function goValue(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(goValue).join(' ')}]`;
   if (v !== null && typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    return `map[${Object.keys(o).sort().map((k) => `${k}:${goValue(o[k])}`).join(' ')}]`;
+    return `map[${Object.keys(o)
+      .sort()
+      .map((k) => `${k}:${goValue(o[k])}`)
+      .join(' ')}]`;
   }
   return goText(v);
 }

@@ -180,7 +180,10 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 function children(v: unknown): unknown[] {
   if (Array.isArray(v)) return v;
-  if (isObject(v)) return Object.keys(v).sort().map((k) => v[k]);
+  if (isObject(v))
+    return Object.keys(v)
+      .sort()
+      .map((k) => v[k]);
   return [];
 }
 

@@ -65,7 +65,10 @@ export function listOutput(o: PrintOptions): ListOutput {
         const rows = t.rows ?? [];
         if (rows.length === 0) return;
         if (f.kind === 'name') {
-          const at = Math.max(0, defs.findIndex((c) => c.name === 'Name'));
+          const at = Math.max(
+            0,
+            defs.findIndex((c) => c.name === 'Name'),
+          );
           texts.push(...rows.map((r) => `nodedisk.localtest.example.com/${tableCell(r.cells[at])}\n`));
         } else {
           const columns = defs.map((c, i) => ({ ...c, i })).filter((c) => f.kind === 'wide' || !c.priority);

@@ -67,7 +67,9 @@ export function parseOutput(o: string | undefined): OutputFormat {
       return customColumns(pairs);
     }
     case 'custom-columns-file': {
-      const lines = readFlagFile(arg, kind).split('\n').filter((l) => l.trim() !== '');
+      const lines = readFlagFile(arg, kind)
+        .split('\n')
+        .filter((l) => l.trim() !== '');
       const headers = lines[0]?.trim().split(/\s+/) ?? [];
       const paths = lines[1]?.trim().split(/\s+/) ?? [];
       if (lines.length !== 2 || headers.length !== paths.length) {

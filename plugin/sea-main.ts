@@ -28,7 +28,7 @@ const command = commandKey(process.argv[2]);
 if (!file) {
   debug('code cache: off (no cache directory, or NODE_DISABLE_COMPILE_CACHE)');
 } else {
-  debug('code cache %s: %s', file, accepted ? `accepted (made by: ${cache.commands.join(', ')})` : cache ? 'rejected by V8' : 'none or damaged, or not this user\'s alone');
+  debug('code cache %s: %s', file, accepted ? `accepted (made by: ${cache.commands.join(', ')})` : cache ? 'rejected by V8' : "none or damaged, or not this user's alone");
   if (shouldWrite(cache, accepted, command)) {
     // Made at exit, so it holds the functions this run compiled too (V8 compiles most of them lazily).
     process.once('exit', () => {

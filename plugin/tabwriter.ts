@@ -24,7 +24,10 @@ export class TabWriter {
     const rows = this.pending;
     this.pending = [];
     for (let i = 0; i < rows.length; i += chunk) {
-      yield rows.slice(i, i + chunk).map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(this.widths[c]!))).join('') + '\n').join('');
+      yield rows
+        .slice(i, i + chunk)
+        .map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(this.widths[c]!))).join('') + '\n')
+        .join('');
     }
   }
 

@@ -8,10 +8,7 @@ import { usageError } from './errors.ts';
 import { goText } from './goformat.ts';
 import { evaluate, JsonPathError, parsePath } from './jsonpath.ts';
 
-export type WaitFor =
-  | { kind: 'delete'; describe: string }
-  | { kind: 'create'; describe: string }
-  | { kind: 'state'; describe: string; test: (nd: NodeDisk) => boolean };
+export type WaitFor = { kind: 'delete'; describe: string } | { kind: 'create'; describe: string } | { kind: 'state'; describe: string; test: (nd: NodeDisk) => boolean };
 
 const FORMS = "delete, create, condition=<Type>[=<value>], jsonpath='{<path>}'[=<value>] or phase=<Phase>";
 
@@ -68,7 +65,8 @@ function jsonpathFor(input: string): WaitFor {
     throw err;
   }
   const value = rawValue === undefined ? undefined : rawValue.replace(/^['"]+|['"]+$/g, '');
-  if (value === '') throw usageError(`--for=jsonpath=${input}: a value must follow the =, like --for=jsonpath='{.status.node.phase}'=Reserved (or leave out the = to wait for the field to exist)`);
+  if (value === '')
+    throw usageError(`--for=jsonpath=${input}: a value must follow the =, like --for=jsonpath='{.status.node.phase}'=Reserved (or leave out the = to wait for the field to exist)`);
   const path = `{.${m[1] ?? m[2]}}`;
   return {
     kind: 'state',
@@ -76,10 +74,12 @@ function jsonpathFor(input: string): WaitFor {
     test: (nd) => {
       const found = evaluate(nd, steps);
       if (found.length === 0 || found[0] === undefined) return false;
-      if (found.length > 1) throw usageError(`--for=jsonpath=${input}: the expression matches more than one value (${found.length}); narrow it with a filter, e.g. {.status.conditions[?(@.type=="Ready")].status}`);
+      if (found.length > 1)
+        throw usageError(`--for=jsonpath=${input}: the expression matches more than one value (${found.length}); narrow it with a filter, e.g. {.status.conditions[?(@.type=="Ready")].status}`);
       if (value === undefined) return true;
       const v = found[0];
-      if (v !== null && typeof v === 'object') throw usageError(`--for=jsonpath=${input}: the expression leads to a nested object or list, which cannot be compared with a value; point it at a field`);
+      if (v !== null && typeof v === 'object')
+        throw usageError(`--for=jsonpath=${input}: the expression leads to a nested object or list, which cannot be compared with a value; point it at a field`);
       return goText(v).trim() === value.trim();
     },
   };

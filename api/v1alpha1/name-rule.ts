@@ -20,10 +20,7 @@ function collapseAndTrim(expr: string): string {
 }
 
 /** CEL for the full (unshortened) canonical name of a NodeDisk, with `self` the object. */
-const full = collapseAndTrim(
-  `'node-disk-' + self.spec.nodeName.lowerAscii().replace('.', '-') + '-' + ` +
-    `self.spec.diskID.lowerAscii().replace('.', '-').replace('_', '-') + '${END}'`,
-);
+const full = collapseAndTrim(`'node-disk-' + self.spec.nodeName.lowerAscii().replace('.', '-') + '-' + ` + `self.spec.diskID.lowerAscii().replace('.', '-').replace('_', '-') + '${END}'`);
 
 const shortened =
   `self.metadata.name.matches('^[a-z0-9-]+-[0-9a-f]{${HASH_LENGTH}}$') && ` +

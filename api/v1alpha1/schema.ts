@@ -74,12 +74,13 @@ const immutable = (field: string) => ({ rule: 'self == oldSelf', message: `${fie
 /** metav1.Condition, as kubebuilder renders it (descriptions in our words). */
 const conditionSchema: SchemaProps = {
   type: 'object',
-  description: 'One aspect of the NodeDisk\'s state, in the standard Kubernetes condition shape (metav1.Condition).',
+  description: "One aspect of the NodeDisk's state, in the standard Kubernetes condition shape (metav1.Condition).",
   required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
   properties: {
     type: {
       type: 'string',
-      description: 'Which aspect this condition describes: Accepted (the controller accepted the request the labels and spec.desired make) or Ready (what the node agent reports matches spec.desired).',
+      description:
+        'Which aspect this condition describes: Accepted (the controller accepted the request the labels and spec.desired make) or Ready (what the node agent reports matches spec.desired).',
       maxLength: 316,
       pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
     },
@@ -93,7 +94,8 @@ const conditionSchema: SchemaProps = {
     lastTransitionTime: { type: 'string', description: 'When status last changed (not when the condition was last written).', format: 'date-time' },
     reason: {
       type: 'string',
-      description: 'Why, as one CamelCase word for programs: for Ready PhaseMatchesDesired, Progressing, DiskMissing, AgentError, WaitingForAgent or AgentStale; for Accepted the policy\'s reason (ReservedByOther, InvalidLabelValue when False).',
+      description:
+        "Why, as one CamelCase word for programs: for Ready PhaseMatchesDesired, Progressing, DiskMissing, AgentError, WaitingForAgent or AgentStale; for Accepted the policy's reason (ReservedByOther, InvalidLabelValue when False).",
       minLength: 1,
       maxLength: 1024,
       pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
@@ -115,7 +117,7 @@ export const nodeDiskSchema: SchemaProps = {
     metadata: { type: 'object' },
     spec: {
       type: 'object',
-      description: 'The disk\'s identity, set by the node agent when it creates the NodeDisk and immutable, and spec.desired, the reservation wanted.',
+      description: "The disk's identity, set by the node agent when it creates the NodeDisk and immutable, and spec.desired, the reservation wanted.",
       required: ['nodeName', 'diskID', 'path'],
       'x-kubernetes-validations': [
         {
@@ -134,13 +136,10 @@ export const nodeDiskSchema: SchemaProps = {
         },
         diskID: {
           type: 'string',
-          description: 'The disk image file\'s name without .img, unique on its node. Immutable.',
+          description: "The disk image file's name without .img, unique on its node. Immutable.",
           maxLength: MAX_DISK_ID_LENGTH,
           pattern: DISK_ID_PATTERN,
-          'x-kubernetes-validations': [
-            { rule: "!self.contains('..')", message: "spec.diskID must not contain '..'" },
-            immutable('spec.diskID'),
-          ],
+          'x-kubernetes-validations': [{ rule: "!self.contains('..')", message: "spec.diskID must not contain '..'" }, immutable('spec.diskID')],
         },
         path: {
           type: 'string',
@@ -203,12 +202,12 @@ export const nodeDiskSchema: SchemaProps = {
             },
             capacityBytes: { type: 'integer', description: 'Size of the disk image file in bytes.', format: 'int64', minimum: 0 },
             lastSeenTime: { type: 'string', description: 'When the node agent last reported this disk (at least every heartbeat, 5 minutes by default).', format: 'date-time' },
-            message: { type: 'string', description: 'The node agent\'s explanation of the phase, and what to do about an Error.', maxLength: MAX_MESSAGE_LENGTH },
+            message: { type: 'string', description: "The node agent's explanation of the phase, and what to do about an Error.", maxLength: MAX_MESSAGE_LENGTH },
           },
         },
         controller: {
           type: 'object',
-          description: 'The controller\'s summary, in the seed\'s shape. Written by the controller only; its conditions are in status.conditions.',
+          description: "The controller's summary, in the seed's shape. Written by the controller only; its conditions are in status.conditions.",
           properties: {
             accepted: { type: 'boolean', description: 'False when the auto-reserve label asks for something the policy may not do (see the Accepted condition for why).' },
             observedGeneration: { type: 'integer', description: 'The metadata.generation the controller last acted on.', format: 'int64', minimum: 0 },
@@ -222,8 +221,7 @@ export const nodeDiskSchema: SchemaProps = {
         },
         conditions: {
           type: 'array',
-          description:
-            'The controller\'s conclusions, where kubectl wait --for=condition, kstatus, Argo CD and Flux look: Accepted and Ready. Written by the controller only.',
+          description: "The controller's conclusions, where kubectl wait --for=condition, kstatus, Argo CD and Flux look: Accepted and Ready. Written by the controller only.",
           maxItems: 16,
           'x-kubernetes-list-type': 'map',
           'x-kubernetes-list-map-keys': ['type'],
@@ -246,12 +244,7 @@ export const printerColumns: PrinterColumn[] = [
 ];
 
 /** Fields usable in field selectors; `spec.nodeName` lets an agent watch only its own node. */
-export const selectableFields = [
-  { jsonPath: '.spec.nodeName' },
-  { jsonPath: '.spec.diskID' },
-  { jsonPath: '.spec.desired.state' },
-  { jsonPath: '.status.node.phase' },
-];
+export const selectableFields = [{ jsonPath: '.spec.nodeName' }, { jsonPath: '.spec.diskID' }, { jsonPath: '.spec.desired.state' }, { jsonPath: '.status.node.phase' }];
 
 export const nodeDiskCRD: CustomResourceDefinition = {
   apiVersion: 'apiextensions.k8s.io/v1',
@@ -274,4 +267,3 @@ export const nodeDiskCRD: CustomResourceDefinition = {
     ],
   },
 };
-

@@ -62,8 +62,24 @@ export async function populateReported(client: NodeDiskClient, from: number, to:
       const node = nodeOf(i);
       const disk = `disk${Math.floor(i / 200)}`;
       const name = nodeDiskName(node, disk);
-      await client.create({ apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: { [LABEL_NODE]: node, [LABEL_DISK]: disk } }, spec: { nodeName: node, diskID: disk, path: diskPath('/var/lib/node-disks-manager/disks', disk) } }, { fieldManager: FIELD_MANAGER.agent });
-      await client.applyStatus({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: { phase: 'Available', capacityBytes: 67108864, lastSeenTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } }, { fieldManager: FIELD_MANAGER.agent });
+      await client.create(
+        {
+          apiVersion: API_VERSION,
+          kind: KIND,
+          metadata: { name, labels: { [LABEL_NODE]: node, [LABEL_DISK]: disk } },
+          spec: { nodeName: node, diskID: disk, path: diskPath('/var/lib/node-disks-manager/disks', disk) },
+        },
+        { fieldManager: FIELD_MANAGER.agent },
+      );
+      await client.applyStatus(
+        {
+          apiVersion: API_VERSION,
+          kind: KIND,
+          metadata: { name },
+          status: { node: { phase: 'Available', capacityBytes: 67108864, lastSeenTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } },
+        },
+        { fieldManager: FIELD_MANAGER.agent },
+      );
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
@@ -105,7 +121,10 @@ export function requestDelta(before: Map<string, number>, after: Map<string, num
 }
 
 export const formatRequests = (m: Map<string, number>) =>
-  [...m].sort((a, b) => b[1] - a[1]).map(([verb, n]) => `${verb} ${n}`).join(', ') || 'none';
+  [...m]
+    .sort((a, b) => b[1] - a[1])
+    .map(([verb, n]) => `${verb} ${n}`)
+    .join(', ') || 'none';
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux
 

@@ -186,7 +186,23 @@ export class Cluster {
         'extendedKeyUsage=serverAuth\n',
     );
     await sh('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'apiserver.key'), '-out', join(dir, 'apiserver.csr'), '-subj', '/CN=kube-apiserver']);
-    await sh('openssl', ['x509', '-req', '-in', join(dir, 'apiserver.csr'), '-CA', ca, '-CAkey', join(dir, 'ca.key'), '-CAcreateserial', '-out', join(dir, 'apiserver.crt'), '-days', '3650', '-extfile', ext]);
+    await sh('openssl', [
+      'x509',
+      '-req',
+      '-in',
+      join(dir, 'apiserver.csr'),
+      '-CA',
+      ca,
+      '-CAkey',
+      join(dir, 'ca.key'),
+      '-CAcreateserial',
+      '-out',
+      join(dir, 'apiserver.crt'),
+      '-days',
+      '3650',
+      '-extfile',
+      ext,
+    ]);
     const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     await writeFile(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
     await writeFile(join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
@@ -269,14 +285,20 @@ export class Cluster {
     this.kubeconfig = await this.writeKubeconfig(join(this.dataDir, 'kubeconfig'), this.server, ca, 'admin', this.adminToken);
     await this.until('the API server is ready', 120_000, async () => (await this.kubectl(['get', '--raw', '/readyz']).catch(() => '')) === 'ok');
 
-    this.start('kube-controller-manager', CP_CGROUP, sw, [
-      this.nb.kubeControllerManager,
-      `--kubeconfig=${internal}`,
-      `--root-ca-file=${ca}`,
-      `--service-account-private-key-file=${join(dir, 'sa.key')}`,
-      '--leader-elect=false',
-      '--bind-address=127.0.0.1',
-    ], true);
+    this.start(
+      'kube-controller-manager',
+      CP_CGROUP,
+      sw,
+      [
+        this.nb.kubeControllerManager,
+        `--kubeconfig=${internal}`,
+        `--root-ca-file=${ca}`,
+        `--service-account-private-key-file=${join(dir, 'sa.key')}`,
+        '--leader-elect=false',
+        '--bind-address=127.0.0.1',
+      ],
+      true,
+    );
     this.start('kube-scheduler', CP_CGROUP, sw, [this.nb.kubeScheduler, `--kubeconfig=${internal}`, '--leader-elect=false', '--bind-address=127.0.0.1'], true);
   }
 
@@ -364,7 +386,14 @@ state = "/run/containerd"
     const binds = NODE_MOUNTS.map(([host, sub]) => `mount --bind '${join(n.dir, sub)}' '${host}'`).join(' && ');
     const pidFile = join(n.dir, 'holder.pid');
     this.start(`holder-${n.short}`, n.cgroup, `netns:${n.netns}`, [
-      'unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', `${binds} && echo $$ > '${pidFile}' && exec sleep infinity`,
+      'unshare',
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      'sh',
+      '-c',
+      `${binds} && echo $$ > '${pidFile}' && exec sleep infinity`,
     ]);
     await this.until(`the holder of ${n.name} is up`, 20_000, async () => existsSync(pidFile));
     await this.startDaemons(n);
@@ -375,7 +404,15 @@ state = "/run/containerd"
     const target = `pid:${holderPid(n)}`;
     this.start(`containerd-${n.short}`, n.cgroup, target, ['containerd', '--config', join(n.dir, 'containerd.toml')]);
     const address = join(n.dir, 'run-containerd', 'containerd.sock');
-    await this.until(`containerd of ${n.name} answers`, 60_000, async () => (await sh('ctr', ['--address', address, 'version']).then(() => true, () => false)));
+    await this.until(
+      `containerd of ${n.name} answers`,
+      60_000,
+      async () =>
+        await sh('ctr', ['--address', address, 'version']).then(
+          () => true,
+          () => false,
+        ),
+    );
     this.start(`kubelet-${n.short}`, n.cgroup, target, [
       this.nb.kubelet,
       `--config=${join(n.dir, 'kubelet.yaml')}`,

@@ -11,7 +11,9 @@ try {
   const started = Date.now();
   const cp = await ensureBinaries();
   const nb = await ensureNodeBinaries();
-  console.error(`local cluster binaries: Kubernetes ${nb.kubernetesVersion} (control plane ${cp.source}, node binaries ${nb.source}: ${nb.dir}) ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.error(
+    `local cluster binaries: Kubernetes ${nb.kubernetesVersion} (control plane ${cp.source}, node binaries ${nb.source}: ${nb.dir}) ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
 } catch (err) {
   console.error(`error: ${(err as Error).message}`);
   process.exit(1);

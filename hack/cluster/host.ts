@@ -26,14 +26,7 @@ export async function sh(cmd: string, args: string[], opts: { timeoutMs?: number
 // ---- kernel settings ----------------------------------------------------------------------------
 // The kubelet writes these at start (container_manager_linux.go setupKernelTunables) and refuses to
 // start with protectKernelDefaults when they differ; they are global, not per network namespace.
-export const KUBELET_SYSCTLS = [
-  'kernel/panic',
-  'kernel/panic_on_oops',
-  'vm/overcommit_memory',
-  'vm/panic_on_oom',
-  'kernel/keys/root_maxkeys',
-  'kernel/keys/root_maxbytes',
-] as const;
+export const KUBELET_SYSCTLS = ['kernel/panic', 'kernel/panic_on_oops', 'vm/overcommit_memory', 'vm/panic_on_oom', 'kernel/keys/root_maxkeys', 'kernel/keys/root_maxbytes'] as const;
 
 export async function readSysctls(): Promise<Record<string, string>> {
   const out: Record<string, string> = {};

@@ -38,7 +38,9 @@ async function main(): Promise<number> {
   }
   const previous = readState();
   if (previous && isAlive(previous)) {
-    console.error(`error: a local cluster is already running (pid ${previous.pid}, kubeconfig ${join(previous.dataDir, 'kubeconfig')}); stop it with Ctrl-C in its terminal, or kill -INT ${previous.pid}`);
+    console.error(
+      `error: a local cluster is already running (pid ${previous.pid}, kubeconfig ${join(previous.dataDir, 'kubeconfig')}); stop it with Ctrl-C in its terminal, or kill -INT ${previous.pid}`,
+    );
     return 1;
   }
   if (previous) {
@@ -95,7 +97,15 @@ async function main(): Promise<number> {
       }
     }
     const tw = Date.now();
-    await cluster.until('the overlay applies', 120_000, async () => (await cluster.kubectl(['apply', '--server-side', '-k', OVERLAY]).then(() => true, (e: Error) => (say(e.message.split('\n')[0] ?? ''), false))));
+    await cluster.until(
+      'the overlay applies',
+      120_000,
+      async () =>
+        await cluster.kubectl(['apply', '--server-side', '-k', OVERLAY]).then(
+          () => true,
+          (e: Error) => (say(e.message.split('\n')[0] ?? ''), false),
+        ),
+    );
     await cluster.until('the agent DaemonSet is ready on 3 nodes', 300_000, async () => {
       const out = await cluster.kubectl(['-n', 'node-disks-system', 'get', 'daemonset/node-disks-agent', '-o', 'jsonpath={.status.numberReady}/{.status.desiredNumberScheduled}']).catch(() => '');
       return out === '3/3';

@@ -90,4 +90,3 @@ export async function leftovers(saved: Record<string, string>): Promise<string[]
   for (const [k, v] of Object.entries(saved)) if (now[k] !== v) left.push(`${k.replaceAll('/', '.')} is ${now[k]}, was ${v}`);
   return left;
 }
-

@@ -63,10 +63,7 @@ export async function ensureBinaries(log?: (line: string) => void): Promise<Cont
   const assets = process.env.KUBEBUILDER_ASSETS;
   if (assets) {
     if (!(await allPresent(assets))) {
-      throw new Error(
-        `KUBEBUILDER_ASSETS=${assets} must be a folder with executable etcd, kube-apiserver and kubectl; ` +
-          'fix the path, or unset it to build the pinned control plane',
-      );
+      throw new Error(`KUBEBUILDER_ASSETS=${assets} must be a folder with executable etcd, kube-apiserver and kubectl; ` + 'fix the path, or unset it to build the pinned control plane');
     }
     const b = inDir(assets);
     return {

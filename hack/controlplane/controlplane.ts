@@ -171,11 +171,7 @@ export class ControlPlane {
     this.adminToken = randomBytes(24).toString('hex');
     this.nobodyToken = randomBytes(24).toString('hex');
     const tokens = join(pki, 'tokens.csv');
-    await writeFile(
-      tokens,
-      `${this.adminToken},nodedisks-admin,uid-admin,"system:masters"\n${this.nobodyToken},nodedisks-nobody,uid-nobody\n`,
-      { mode: 0o600 },
-    );
+    await writeFile(tokens, `${this.adminToken},nodedisks-admin,uid-admin,"system:masters"\n${this.nobodyToken},nodedisks-nobody,uid-nobody\n`, { mode: 0o600 });
     const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     await writeFile(join(pki, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
     await writeFile(join(pki, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
@@ -312,13 +308,7 @@ export class ControlPlane {
       kind: 'TokenRequest',
       spec: { audiences: [this.server], expirationSeconds: 24 * 3600, ...(boundObjectRef ? { boundObjectRef } : {}) },
     };
-    const out = await this.kubectl(this.admin(), [
-      'create',
-      '--raw',
-      `/api/v1/namespaces/${this.namespace}/serviceaccounts/${sa}/token`,
-      '-f',
-      '-',
-    ], JSON.stringify(body));
+    const out = await this.kubectl(this.admin(), ['create', '--raw', `/api/v1/namespaces/${this.namespace}/serviceaccounts/${sa}/token`, '-f', '-'], JSON.stringify(body));
     const token = (JSON.parse(out) as { status?: { token?: string } }).status?.token;
     if (!token) throw new Error(`TokenRequest for ${sa} returned no token: ${out}`);
     return token;
@@ -375,9 +365,7 @@ export class ControlPlane {
 
   /** Both processes' recent logs, for a failing test's report. */
   logs(maxBytesEach = 32 * 1024): string {
-    return [this.etcd, this.apiserver]
-      .map((p) => `----- ${p.name} (${p.logFile}) -----\n${p.logs(maxBytesEach)}`)
-      .join('\n');
+    return [this.etcd, this.apiserver].map((p) => `----- ${p.name} (${p.logFile}) -----\n${p.logs(maxBytesEach)}`).join('\n');
   }
 
   async stop(): Promise<void> {
@@ -403,11 +391,10 @@ export async function runKubectl(bin: string, args: string[], stdin?: string): P
   return await new Promise((resolve, reject) => {
     const child = execFile(bin, args, { maxBuffer: 64 * 1024 * 1024, timeout: 120_000 }, (err, stdout, stderr) => {
       if (err) {
-        const code = typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1;
+        const code = typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1;
         reject(new KubectlError(args, code, stdout, stderr));
       } else resolve(stdout);
     });
     child.stdin?.end(stdin ?? '');
   });
 }
-

@@ -6,9 +6,7 @@ import { ensureBinaries } from './binaries.ts';
 try {
   const started = Date.now();
   const b = await ensureBinaries();
-  console.error(
-    `control plane: Kubernetes ${b.kubernetesVersion}, etcd ${b.etcdVersion} (${b.source}: ${b.dir}) ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
-  );
+  console.error(`control plane: Kubernetes ${b.kubernetesVersion}, etcd ${b.etcdVersion} (${b.source}: ${b.dir}) ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 } catch (err) {
   console.error(`error: ${(err as Error).message}`);
   process.exit(1);

@@ -76,9 +76,7 @@ async function goBuild(b: GoBuild, t: GoTarget, out: string, log: (line: string)
   const args = ['build', '-ldflags', t.ldflags ?? '-s -w', '-o', out, t.pkg];
   // A cold build is silent for minutes: on a terminal, say every half minute that it is still going.
   const started = Date.now();
-  const ticker = process.stderr.isTTY
-    ? setInterval(() => log(`  still building ${t.name} (${((Date.now() - started) / 1000).toFixed(0)} s)…`), 30_000)
-    : undefined;
+  const ticker = process.stderr.isTTY ? setInterval(() => log(`  still building ${t.name} (${((Date.now() - started) / 1000).toFixed(0)} s)…`), 30_000) : undefined;
   try {
     await new Promise<void>((resolve, reject) => {
       execFile('go', args, { cwd: b.moduleDir, env, maxBuffer: 64 * 1024 * 1024 }, (err, _stdout, stderr) => {
@@ -95,8 +93,7 @@ async function goBuild(b: GoBuild, t: GoTarget, out: string, log: (line: string)
 function buildError(b: GoBuild, t: GoTarget, err: NodeJS.ErrnoException & { code?: string | number }, stderr: string): Error {
   if (err.code === 'ENOENT') {
     return new Error(
-      `${b.what} is built from Go modules on first use, and the Go toolchain was not found: no \`go\` on PATH. ` +
-        `Install Go 1.26 or newer${b.withoutGo ? `, ${b.withoutGo}` : ''}.`,
+      `${b.what} is built from Go modules on first use, and the Go toolchain was not found: no \`go\` on PATH. ` + `Install Go 1.26 or newer${b.withoutGo ? `, ${b.withoutGo}` : ''}.`,
     );
   }
   const why = stderr.trim() || err.message || `exit code ${String(err.code)}`;
@@ -114,7 +111,10 @@ export async function pathWithoutGo(path = process.env.PATH ?? ''): Promise<stri
 export async function moduleSourceHash(moduleDir: string): Promise<string> {
   const files = (await readdir(moduleDir)).filter((f) => f.endsWith('.go') || f === 'go.mod' || f === 'go.sum').sort();
   const h = createHash('sha256');
-  for (const f of files) h.update(`${f}\0`).update(await readFile(join(moduleDir, f))).update('\0');
+  for (const f of files)
+    h.update(`${f}\0`)
+      .update(await readFile(join(moduleDir, f)))
+      .update('\0');
   return h.digest('hex').slice(0, 16);
 }
 

@@ -210,10 +210,7 @@ export class Informer<T extends Obj> {
     return rv;
   }
 
-  private async watchOnce(
-    resourceVersion: string,
-    outer: AbortSignal,
-  ): Promise<{ kind: 'continue'; resourceVersion: string } | { kind: 'relist' } | { kind: 'error'; error: Error }> {
+  private async watchOnce(resourceVersion: string, outer: AbortSignal): Promise<{ kind: 'continue'; resourceVersion: string } | { kind: 'relist' } | { kind: 'error'; error: Error }> {
     const timeoutSeconds = Math.round(this.o.watchTimeoutSeconds * (0.5 + Math.random()));
     const inner = new AbortController();
     const abort = () => inner.abort();
@@ -222,11 +219,14 @@ export class Informer<T extends Obj> {
     let watchdogFired = false;
     const arm = () => {
       clearTimeout(silentTimer);
-      silentTimer = setTimeout(() => {
-        watchdogFired = true;
-        this.o.log.warn('watch silent for too long; reconnecting', { timeoutSeconds });
-        inner.abort();
-      }, timeoutSeconds * 1000 + this.o.watchdogGraceMs);
+      silentTimer = setTimeout(
+        () => {
+          watchdogFired = true;
+          this.o.log.warn('watch silent for too long; reconnecting', { timeoutSeconds });
+          inner.abort();
+        },
+        timeoutSeconds * 1000 + this.o.watchdogGraceMs,
+      );
     };
     let rv = resourceVersion;
     const opened = Date.now();

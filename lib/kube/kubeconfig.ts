@@ -310,7 +310,9 @@ export function loadKubeConfig(o: KubeConfigOptions = {}): ClusterAccess {
     throw new KubeConfigError(`cluster "${clusterName}" has no valid server URL (${JSON.stringify(server)}); it must look like https://host:port`);
   }
   if (user['auth-provider']) {
-    throw new KubeConfigError(`user "${userName}" uses auth-provider "${user['auth-provider'].name ?? '?'}", which is not supported; use an exec credential plugin (kubectl's replacement for auth providers)`);
+    throw new KubeConfigError(
+      `user "${userName}" uses auth-provider "${user['auth-provider'].name ?? '?'}", which is not supported; use an exec credential plugin (kubectl's replacement for auth providers)`,
+    );
   }
   const insecure = o.insecureSkipTlsVerify ?? cluster?.['insecure-skip-tls-verify'] ?? false;
   const ca = o.certificateAuthority

@@ -50,9 +50,7 @@ function parseProxyUrl(raw: string, source: string, schemes: string[]): URL {
   }
   if (!url) throw new ProxyConfigError(`${source} ${JSON.stringify(value)} is not a valid proxy URL; it must look like http://proxy.example.com:3128`);
   if (!schemes.includes(url.protocol)) {
-    throw new ProxyConfigError(
-      `${source} ${JSON.stringify(value)} uses the unsupported scheme "${url.protocol.slice(0, -1)}"; use ${schemes.map((s) => s.slice(0, -1)).join(', ')}`,
-    );
+    throw new ProxyConfigError(`${source} ${JSON.stringify(value)} uses the unsupported scheme "${url.protocol.slice(0, -1)}"; use ${schemes.map((s) => s.slice(0, -1)).join(', ')}`);
   }
   if (!url.hostname) throw new ProxyConfigError(`${source} ${JSON.stringify(value)} is not a valid proxy URL: it names no host; it must look like http://proxy.example.com:3128`);
   return url;

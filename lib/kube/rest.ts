@@ -124,9 +124,7 @@ export class RestClient {
       method,
       headers,
       agent,
-      ...(url.protocol === 'https:'
-        ? { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.servername }
-        : {}),
+      ...(url.protocol === 'https:' ? { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.servername } : {}),
     };
     let payload: string | undefined;
     if (init.body !== undefined) {

@@ -14,20 +14,13 @@ export function endedAtOnce(openedMs: number, events: number, minMs = MIN_WATCH_
   return events === 0 && now - openedMs < minMs;
 }
 
-export type WatchEvent<T> =
-  | { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK'; object: T }
-  | { type: 'ERROR'; object: Status };
+export type WatchEvent<T> = { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK'; object: T } | { type: 'ERROR'; object: Status };
 
 /**
  * Yields watch events until the server closes the stream or `signal` aborts.
  * An ERROR event (410 Gone when the resourceVersion is too old) is yielded, not thrown: the caller relists.
  */
-export async function* watch<T>(
-  client: RestClient,
-  path: string,
-  query: Query,
-  signal?: AbortSignal,
-): AsyncGenerator<WatchEvent<T>> {
+export async function* watch<T>(client: RestClient, path: string, query: Query, signal?: AbortSignal): AsyncGenerator<WatchEvent<T>> {
   const res = await client.open('GET', path, { query: { ...query, watch: true }, stream: true, ...(signal ? { signal } : {}) });
   let buffered = '';
   try {

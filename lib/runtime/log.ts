@@ -12,10 +12,7 @@ export interface Logger {
   with(fields: Fields): Logger;
 }
 
-export function createLogger(
-  component: string,
-  opts: { level?: Level; write?: (line: string) => void; base?: Fields } = {},
-): Logger {
+export function createLogger(component: string, opts: { level?: Level; write?: (line: string) => void; base?: Fields } = {}): Logger {
   const min = ORDER[opts.level ?? 'info'];
   const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
   const base = { component, ...(opts.base ?? {}) };

@@ -69,7 +69,14 @@ export function processFamilies(proc = '/proc/self'): MetricFamily[] {
     samples: [...resources].map(([type, n]) => ({ name: 'nodejs_active_resources', labels: [['type', type]], value: n })),
   });
   const [major = '', minor = '', patch = ''] = process.versions.node.split('.');
-  families.push(gauge('nodejs_version_info', 'Node.js version info.', 1, [['version', process.version], ['major', major], ['minor', minor], ['patch', patch]]));
+  families.push(
+    gauge('nodejs_version_info', 'Node.js version info.', 1, [
+      ['version', process.version],
+      ['major', major],
+      ['minor', minor],
+      ['patch', patch],
+    ]),
+  );
   return families;
 }
 

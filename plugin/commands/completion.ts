@@ -56,7 +56,8 @@ function readTyped(words: string[], commands: CommandSpec[]): Typed {
       const name = byName(flags, eq > 0 ? w.slice(0, eq) : w.startsWith('--') ? w : w.slice(0, 2));
       if (!name || flags[name]!.type !== 'string') continue;
       if (eq > 0) t.values[name] = w.slice(eq + 1);
-      else if (!w.startsWith('--') && w.length > 2) t.values[name] = w.slice(2); // -ojson
+      else if (!w.startsWith('--') && w.length > 2)
+        t.values[name] = w.slice(2); // -ojson
       else if (i + 1 < words.length) t.values[name] = words[++i]!;
       else t.pendingFlag = name;
       continue;
@@ -82,7 +83,12 @@ export async function complete(io: Io, words: string[], commands: CommandSpec[])
   const current = words.at(-1) === '""' ? '' : (words.at(-1) ?? '');
   const t = readTyped(words.slice(0, -1), commands);
   const { candidates, directive } = await candidatesFor(t, current, commands, io).catch(() => ({ candidates: [] as string[], directive: DIRECTIVE.noFile as number }));
-  io.out(candidates.filter((c) => c.startsWith(current)).map((c) => `${c}\n`).join('') + `:${directive}\n`);
+  io.out(
+    candidates
+      .filter((c) => c.startsWith(current))
+      .map((c) => `${c}\n`)
+      .join('') + `:${directive}\n`,
+  );
 }
 
 async function candidatesFor(t: Typed, current: string, commands: CommandSpec[], io: Io): Promise<{ candidates: string[]; directive: number }> {

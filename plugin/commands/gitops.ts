@@ -81,7 +81,9 @@ function existingText(path: string): string | undefined {
     } catch {
       // Gone meanwhile: the message still names the path.
     }
-    throw usageError(`${path} is a symbolic link (to ${target}); gitops writes only regular files inside --dir and never follows a link out of it: replace the link with a copy of the file, or point --dir at the directory that holds the file; nothing was written`);
+    throw usageError(
+      `${path} is a symbolic link (to ${target}); gitops writes only regular files inside --dir and never follows a link out of it: replace the link with a copy of the file, or point --dir at the directory that holds the file; nothing was written`,
+    );
   }
   if (!st.isFile()) throw usageError(`${path} is not a regular file; move it away or choose another --dir; nothing was written`);
   return readFileSync(path, 'utf8');
@@ -124,7 +126,9 @@ export function checkDirStaysInside(dir: string, cwd = process.cwd()): void {
       real = resolve(at, '..', link);
     }
     if (!inside(realCwd, real)) {
-      throw usageError(`--dir ${dir}: ${at} is a symbolic link to ${link}, out of the current directory; gitops never follows a link out of the checkout it runs in: pass the real directory as --dir if that is where the overlay belongs; nothing was written`);
+      throw usageError(
+        `--dir ${dir}: ${at} is a symbolic link to ${link}, out of the current directory; gitops never follows a link out of the checkout it runs in: pass the real directory as --dir if that is where the overlay belongs; nothing was written`,
+      );
     }
   }
 }

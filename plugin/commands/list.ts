@@ -28,7 +28,10 @@ export interface ListArgs extends SelectionFlags {
 
 export const SELECTION_FLAGS: Record<string, FlagSpec> = {
   selector: { type: 'string', short: 'l', describe: "Selector (label query) to filter on, e.g. localtest.example.com/node=node-a or 'tier in (fast,slow)'" },
-  'field-selector': { type: 'string', describe: 'Selector (field query) on spec.nodeName, spec.diskID, spec.desired.state, status.node.phase or metadata.name, e.g. spec.nodeName=node-a,status.node.phase!=Error' },
+  'field-selector': {
+    type: 'string',
+    describe: 'Selector (field query) on spec.nodeName, spec.diskID, spec.desired.state, status.node.phase or metadata.name, e.g. spec.nodeName=node-a,status.node.phase!=Error',
+  },
   node: { type: 'string', describe: 'Only disks of this node (field selector spec.nodeName)' },
   phase: { type: 'string', describe: 'Only disks in this reported phase: Available, Reserved, Missing, Error or Discovered' },
   desired: { type: 'string', describe: 'Only disks with this desired state: Available or Reserved' },
@@ -62,7 +65,7 @@ export const listCommand: CommandSpec<ListArgs> = {
     ['kubectl nodedisks list -o wide', 'List all disks with owner, capacity, readiness and age'],
     ['kubectl nodedisks list --field-selector spec.nodeName=node-a,status.node.phase=Available', 'List the free disks of one node'],
     ['kubectl nodedisks get -l localtest.example.com/auto-reserve=true -o name', 'List the disks reserved through the label'],
-    ["kubectl nodedisks list -o jsonpath='{range .items[*]}{.metadata.labels.localtest\\.example\\.com/node}{\"\\n\"}{end}'", 'Print a dotted label of each disk'],
+    ['kubectl nodedisks list -o jsonpath=\'{range .items[*]}{.metadata.labels.localtest\\.example\\.com/node}{"\\n"}{end}\'', 'Print a dotted label of each disk'],
   ],
   run: async (session: Session, args: ListArgs): Promise<void> => {
     const format = parseOutput(args.output);

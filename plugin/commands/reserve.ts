@@ -42,7 +42,11 @@ const MUTATE_FLAGS: Record<string, FlagSpec> = {
   owner: { type: 'string', describe: 'A manual reservation for this owner instead of the auto-reserve label' },
   force: { type: 'boolean', default: false, describe: "Take over or release someone else's reservation" },
   'dry-run': { type: 'string', default: 'none', describe: 'none, client (print only) or server (the API server validates, nothing is stored)' },
-  output: { type: 'string', short: 'o', describe: 'yaml or json: print exactly what is sent (the apply body with its resourceVersion precondition, or the JSON Patch); with --dry-run=server, the server\'s answer' },
+  output: {
+    type: 'string',
+    short: 'o',
+    describe: "yaml or json: print exactly what is sent (the apply body with its resourceVersion precondition, or the JSON Patch); with --dry-run=server, the server's answer",
+  },
   'field-manager': { type: 'string', default: FIELD_MANAGER.plugin, describe: 'Name of the manager used to track field ownership' },
   'force-conflicts': { type: 'boolean', default: false, describe: 'Take fields over from other field managers, GitOps controllers included' },
 };
@@ -74,7 +78,7 @@ export function validateOwner(owner: string | undefined): void {
 
 function planReserve(nd: NodeDisk, args: MutateArgs): Plan {
   const d = nd.spec.desired;
-  const heldBy = d?.state === 'Reserved' ? d.owner ?? '' : undefined;
+  const heldBy = d?.state === 'Reserved' ? (d.owner ?? '') : undefined;
   if (args.owner !== undefined) {
     if (heldBy === args.owner) return { nd, steps: [], verb: '', skip: `already reserved by ${args.owner}` };
     if (heldBy !== undefined && !args.force) {
@@ -88,7 +92,10 @@ function planReserve(nd: NodeDisk, args: MutateArgs): Plan {
     return { nd, steps: [{ body: { ...base(nd), spec: { desired: { state: 'Reserved', owner: args.owner } } } }], verb: `reserved for ${args.owner}` };
   }
   if (heldBy !== undefined && heldBy !== AUTO_OWNER && !args.force) {
-    throw new PluginError(`${nd.metadata.name} is reserved by ${heldBy || 'a manual reservation with no owner'}; the auto-reserve label would have no effect. Release it first (it needs --force if it is not yours)`, EXIT.conflict);
+    throw new PluginError(
+      `${nd.metadata.name} is reserved by ${heldBy || 'a manual reservation with no owner'}; the auto-reserve label would have no effect. Release it first (it needs --force if it is not yours)`,
+      EXIT.conflict,
+    );
   }
   if (nd.metadata.labels?.[LABEL_AUTO_RESERVE] === AUTO_RESERVE_VALUE) return { nd, steps: [], verb: '', skip: 'already labelled for auto reservation' };
   const owners = fieldOwners(nd, ['metadata', 'labels', LABEL_AUTO_RESERVE]);
@@ -113,7 +120,10 @@ function planRelease(nd: NodeDisk, args: MutateArgs): Plan {
   if (d?.state === 'Reserved' && d.owner !== AUTO_OWNER) {
     const holder = d.owner ?? '';
     if (holder !== (args.owner ?? '') && !args.force) {
-      throw new PluginError(`${nd.metadata.name} is reserved by ${holder || 'a manual reservation with no owner'}${args.owner ? `, not ${args.owner}` : ''}; pass --force to release someone else's reservation`, EXIT.conflict);
+      throw new PluginError(
+        `${nd.metadata.name} is reserved by ${holder || 'a manual reservation with no owner'}${args.owner ? `, not ${args.owner}` : ''}; pass --force to release someone else's reservation`,
+        EXIT.conflict,
+      );
     }
     const owners = fieldOwners(nd, ['spec', 'desired', 'state']);
     if (gitOwners(owners).length && !args['force-conflicts']) throw gitRouteError(nd, 'spec.desired', gitOwners(owners));
@@ -179,7 +189,7 @@ async function reserveOneFree(session: Session, args: MutateArgs, r: Run, patche
   for (let attempt = 1; ; attempt++) {
     const targets = await resolveTargets(session, [], args);
     if (targets.length === 0) throw new PluginError('no NodeDisk matches the selection', EXIT.notFound);
-    const { disk, skipped } = pickFree(targets, (nd) => (byNode ? nd.spec.diskID : nd.metadata.name ?? ''));
+    const { disk, skipped } = pickFree(targets, (nd) => (byNode ? nd.spec.diskID : (nd.metadata.name ?? '')));
     if (!disk) {
       const where = byNode ? `node ${args.node} has no free disk` : `none of the ${targets.length} selected disks is free`;
       throw new PluginError(`${where}: ${skipped.join(', ')}`, EXIT.conflict);

@@ -34,7 +34,9 @@ async function heartbeatLeases(session: Session, namespace: string): Promise<Map
   do {
     let page: { items?: Lease[]; metadata?: { continue?: string } };
     try {
-      page = await session.restClient().request('GET', leasesPath(namespace), { query: { labelSelector: `${LABEL_HEARTBEAT}=${HEARTBEAT_LABEL_VALUE}`, limit: '500', ...(cont ? { continue: cont } : {}) } });
+      page = await session
+        .restClient()
+        .request('GET', leasesPath(namespace), { query: { labelSelector: `${LABEL_HEARTBEAT}=${HEARTBEAT_LABEL_VALUE}`, limit: '500', ...(cont ? { continue: cont } : {}) } });
     } catch (err) {
       // Forbidden, or no Lease API at all: the Leases cannot be read, which status says rather than guess.
       if (err instanceof ApiError && (err.statusCode === 401 || err.statusCode === 403 || err.statusCode === 404)) return err;

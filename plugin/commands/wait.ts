@@ -12,7 +12,6 @@ import { checkNames, hasSelection, snapshot, watchSelectors, type SelectionFlags
 import { parseFor, parseWaitTimeout } from '../wait-for.ts';
 import { SELECTION_FLAGS } from './list.ts';
 
-
 export interface WaitArgs extends SelectionFlags {
   names: string[];
   for?: string | undefined;
@@ -31,7 +30,7 @@ export const waitCommand: CommandSpec<WaitArgs> = {
   name: 'wait',
   summary: 'Wait until disks are deleted, or reach a condition, a JSONPath value or a phase, like kubectl wait',
   description:
-    'Takes kubectl wait\'s forms: --for=delete, --for=create, --for=condition=Ready (or =Ready=false), --for=jsonpath=\'{.status.node.phase}\'=Reserved (or without =value: until the field exists), plus --for=phase=<Phase>. Prints "nodedisk.localtest.example.com/<name> condition met" per disk, in the order of the names (or of the list). --timeout=0 checks once; a negative timeout waits for a week, as kubectl does.',
+    "Takes kubectl wait's forms: --for=delete, --for=create, --for=condition=Ready (or =Ready=false), --for=jsonpath='{.status.node.phase}'=Reserved (or without =value: until the field exists), plus --for=phase=<Phase>. Prints \"nodedisk.localtest.example.com/<name> condition met\" per disk, in the order of the names (or of the list). --timeout=0 checks once; a negative timeout waits for a week, as kubectl does.",
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
   flags: {
     ...SELECTION_FLAGS,

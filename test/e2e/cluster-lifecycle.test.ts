@@ -29,7 +29,13 @@ test.serial('the cluster runs NodeDisks as pods on three nodes, refuses a second
     t.deepEqual(await readSysctls(), before);
     // Each node sees its own disk dir at the path kustomize/default mounts.
     const ls = await onNode(env, 'node-disks-dev-m03', ['ls', '/var/lib/node-disks-manager/disks']);
-    t.deepEqual(ls.trim().split('\n').filter((f) => f.endsWith('.img')), ['disk1.img', 'disk2.img', 'disk3.img']);
+    t.deepEqual(
+      ls
+        .trim()
+        .split('\n')
+        .filter((f) => f.endsWith('.img')),
+      ['disk1.img', 'disk2.img', 'disk3.img'],
+    );
 
     const second = startCluster();
     t.is(await second.exited, 1);

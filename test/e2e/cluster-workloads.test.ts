@@ -42,25 +42,59 @@ const k = (args: string[], timeoutMs = 120_000) => sh(kubectl, [`--kubeconfig=${
 const ndName = (node: string, disk: string) => `node-disk-${node}-${disk}`;
 /** The seed's check: desired state, owner, phase, capacity on one line. */
 const seedLine = (nd: string) => k(['get', 'nodedisk', nd, '-o', 'jsonpath={.spec.desired.state} {.spec.desired.owner} {.status.node.phase} {.status.node.capacityBytes}']);
-const markers = async (node: string) => (await onNode(env, node, ['ls', '-1', DISK_DIR])).split('\n').filter((f) => f.endsWith('.reserved')).sort();
+const markers = async (node: string) =>
+  (await onNode(env, node, ['ls', '-1', DISK_DIR]))
+    .split('\n')
+    .filter((f) => f.endsWith('.reserved'))
+    .sort();
 const allMarkers = async () => Object.fromEntries(await Promise.all(NODE_NAMES.map(async (n) => [n, await markers(n)] as const)));
 
 /** name → "desired owner phase finalizers" of every NodeDisk: what must survive the pods' restarts. */
 async function reservations(): Promise<Record<string, string>> {
-  const out = await k(['get', 'nodedisks', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.spec.desired.state} {.spec.desired.owner} {.status.node.phase} {.metadata.finalizers}{"\\n"}{end}']);
-  return Object.fromEntries(out.split('\n').filter(Boolean).map((l) => l.split('=') as [string, string]));
+  const out = await k([
+    'get',
+    'nodedisks',
+    '-o',
+    'jsonpath={range .items[*]}{.metadata.name}={.spec.desired.state} {.spec.desired.owner} {.status.node.phase} {.metadata.finalizers}{"\\n"}{end}',
+  ]);
+  return Object.fromEntries(
+    out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split('=') as [string, string]),
+  );
 }
 
 async function reserve(node: string, disk: string): Promise<void> {
   await k(['label', 'nodedisk', ndName(node, disk), `${LABEL}=true`, '--overwrite']);
-  await until(`${ndName(node, disk)} is reserved`, 3 * MINUTES, () => seedLine(ndName(node, disk)), (l) => l === 'Reserved auto Reserved 67108864');
-  await until(`the marker of ${disk} is on ${node}`, 2 * MINUTES, () => markers(node), (m) => m.includes(`${disk}.img.reserved`));
+  await until(
+    `${ndName(node, disk)} is reserved`,
+    3 * MINUTES,
+    () => seedLine(ndName(node, disk)),
+    (l) => l === 'Reserved auto Reserved 67108864',
+  );
+  await until(
+    `the marker of ${disk} is on ${node}`,
+    2 * MINUTES,
+    () => markers(node),
+    (m) => m.includes(`${disk}.img.reserved`),
+  );
 }
 
 async function release(node: string, disk: string): Promise<void> {
   await k(['label', 'nodedisk', ndName(node, disk), `${LABEL}-`]);
-  await until(`${ndName(node, disk)} is available`, 3 * MINUTES, () => seedLine(ndName(node, disk)), (l) => l === 'Available  Available 67108864');
-  await until(`the marker of ${disk} is gone from ${node}`, 2 * MINUTES, () => markers(node), (m) => !m.includes(`${disk}.img.reserved`));
+  await until(
+    `${ndName(node, disk)} is available`,
+    3 * MINUTES,
+    () => seedLine(ndName(node, disk)),
+    (l) => l === 'Available  Available 67108864',
+  );
+  await until(
+    `the marker of ${disk} is gone from ${node}`,
+    2 * MINUTES,
+    () => markers(node),
+    (m) => !m.includes(`${disk}.img.reserved`),
+  );
 }
 
 interface PodInfo {
@@ -71,12 +105,23 @@ interface PodInfo {
 }
 
 async function pods(app: string): Promise<PodInfo[]> {
-  const out = await k(['-n', NS, 'get', 'pods', '-l', `app.kubernetes.io/name=${app}`, '-o',
-    'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status}{.metadata.deletionTimestamp}{"\\n"}{end}']);
-  return out.split('\n').filter(Boolean).map((l) => {
-    const [name = '', uid = '', node = '', ready = ''] = l.split(' ');
-    return { name, uid, node, ready };
-  });
+  const out = await k([
+    '-n',
+    NS,
+    'get',
+    'pods',
+    '-l',
+    `app.kubernetes.io/name=${app}`,
+    '-o',
+    'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status}{.metadata.deletionTimestamp}{"\\n"}{end}',
+  ]);
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const [name = '', uid = '', node = '', ready = ''] = l.split(' ');
+      return { name, uid, node, ready };
+    });
 }
 
 const agentOn = async (node: string) => (await pods('node-disks-agent')).filter((p) => p.node === node);
@@ -94,19 +139,51 @@ test.serial('the seed walk-through: a label reserves a disk, its marker appears 
   t.deepEqual(await allMarkers(), { [M02]: [], [M03]: [], [M04]: [] });
 
   await k(['label', 'nodedisk', nd, `${LABEL}=true`, '--overwrite']);
-  t.is(await until('the label is honoured', 3 * MINUTES, () => seedLine(nd), (l) => l === 'Reserved auto Reserved 67108864'), 'Reserved auto Reserved 67108864');
+  t.is(
+    await until(
+      'the label is honoured',
+      3 * MINUTES,
+      () => seedLine(nd),
+      (l) => l === 'Reserved auto Reserved 67108864',
+    ),
+    'Reserved auto Reserved 67108864',
+  );
   const nodeName = await k(['get', 'nodedisk', nd, '-o', 'jsonpath={.spec.nodeName}']);
   const diskID = await k(['get', 'nodedisk', nd, '-o', 'jsonpath={.spec.diskID}']);
   t.is(nodeName, M02);
-  const listed = await until('the marker is on the node', 2 * MINUTES, () => onNode(env, nodeName, ['ls', '-1', DISK_DIR]), (o) => o.includes(`${diskID}.img.reserved`));
-  t.deepEqual(listed.split('\n').filter((f) => f.startsWith(`${diskID}.img`)), ['disk1.img', 'disk1.img.reserved']);
+  const listed = await until(
+    'the marker is on the node',
+    2 * MINUTES,
+    () => onNode(env, nodeName, ['ls', '-1', DISK_DIR]),
+    (o) => o.includes(`${diskID}.img.reserved`),
+  );
+  t.deepEqual(
+    listed.split('\n').filter((f) => f.startsWith(`${diskID}.img`)),
+    ['disk1.img', 'disk1.img.reserved'],
+  );
   t.is(await onNode(env, nodeName, ['cat', `${DISK_DIR}/${diskID}.img.reserved`]), 'reserved\n');
   t.deepEqual(await allMarkers(), { [M02]: ['disk1.img.reserved'], [M03]: [], [M04]: [] }, 'the marker is on that node only');
 
   await k(['label', 'nodedisk', nd, `${LABEL}-`]);
-  t.is(await until('the release', 3 * MINUTES, () => seedLine(nd), (l) => l === 'Available  Available 67108864'), 'Available  Available 67108864');
-  await until('the marker is gone', 2 * MINUTES, () => markers(M02), (m) => m.length === 0);
-  t.deepEqual((await onNode(env, nodeName, ['ls', '-1', DISK_DIR])).split('\n').filter((f) => f.startsWith(`${diskID}.img`)), ['disk1.img']);
+  t.is(
+    await until(
+      'the release',
+      3 * MINUTES,
+      () => seedLine(nd),
+      (l) => l === 'Available  Available 67108864',
+    ),
+    'Available  Available 67108864',
+  );
+  await until(
+    'the marker is gone',
+    2 * MINUTES,
+    () => markers(M02),
+    (m) => m.length === 0,
+  );
+  t.deepEqual(
+    (await onNode(env, nodeName, ['ls', '-1', DISK_DIR])).split('\n').filter((f) => f.startsWith(`${diskID}.img`)),
+    ['disk1.img'],
+  );
 });
 
 test.serial('the agent pod of a node with a reserved disk is deleted: the DaemonSet re-creates it and nothing is lost', async (t) => {
@@ -117,7 +194,12 @@ test.serial('the agent pod of a node with a reserved disk is deleted: the Daemon
   const [old] = await agentOn(M03);
   t.truthy(old);
   await k(['-n', NS, 'delete', 'pod', old!.name, '--wait=true', '--timeout=180s'], 4 * MINUTES);
-  const fresh = await until('a new agent pod is Ready on m03', 5 * MINUTES, () => agentOn(M03), (p) => p.length === 1 && p[0]!.uid !== old!.uid && p[0]!.ready === 'True');
+  const fresh = await until(
+    'a new agent pod is Ready on m03',
+    5 * MINUTES,
+    () => agentOn(M03),
+    (p) => p.length === 1 && p[0]!.uid !== old!.uid && p[0]!.ready === 'True',
+  );
   t.not(fresh[0]!.uid, old!.uid);
   t.deepEqual(await reservations(), held, 'reservation and finalizer kept');
   t.deepEqual(await markers(M03), ['disk2.img.reserved'], 'marker kept');
@@ -137,7 +219,12 @@ test.serial('kubectl rollout restart of the agent DaemonSet keeps every reservat
   t.is(oldUids.size, 3);
   await k(['-n', NS, 'rollout', 'restart', 'daemonset/node-disks-agent']);
   await k(['-n', NS, 'rollout', 'status', 'daemonset/node-disks-agent', '--timeout=600s'], 11 * MINUTES);
-  const now = await until('three new agent pods are Ready', 5 * MINUTES, () => pods('node-disks-agent'), (p) => p.length === 3 && p.every((x) => !oldUids.has(x.uid) && x.ready === 'True'));
+  const now = await until(
+    'three new agent pods are Ready',
+    5 * MINUTES,
+    () => pods('node-disks-agent'),
+    (p) => p.length === 3 && p.every((x) => !oldUids.has(x.uid) && x.ready === 'True'),
+  );
   t.deepEqual(now.map((p) => p.node).sort(), [...NODE_NAMES]);
   t.deepEqual(await reservations(), held);
   t.deepEqual(await allMarkers(), marked);
@@ -148,15 +235,28 @@ test.serial('the leading controller pod is deleted: the other replica takes the 
   const ops = await pods('node-disks-operator');
   t.is(ops.length, 2);
   const leader = await k(['-n', NS, 'get', 'lease', LEASE, '-o', 'jsonpath={.spec.holderIdentity}']);
-  t.true(ops.some((p) => p.name === leader), `the lease holder ${leader} is one of the pods ${ops.map((p) => p.name).join(', ')}`);
+  t.true(
+    ops.some((p) => p.name === leader),
+    `the lease holder ${leader} is one of the pods ${ops.map((p) => p.name).join(', ')}`,
+  );
   const standby = ops.find((p) => p.name !== leader)!;
   await k(['-n', NS, 'delete', 'pod', leader, '--wait=true', '--timeout=180s'], 4 * MINUTES);
-  const next = await until('another pod holds the lease', 3 * MINUTES, () => k(['-n', NS, 'get', 'lease', LEASE, '-o', 'jsonpath={.spec.holderIdentity}']), (h) => h !== '' && h !== leader);
+  const next = await until(
+    'another pod holds the lease',
+    3 * MINUTES,
+    () => k(['-n', NS, 'get', 'lease', LEASE, '-o', 'jsonpath={.spec.holderIdentity}']),
+    (h) => h !== '' && h !== leader,
+  );
   // The standby was running while the leader was deleted; the replacement pod only starts now.
   t.is(next, standby.name);
   await reserve(M04, 'disk2');
   // The new leader reports it too: Ready at status.conditions (ADR 20), written after the agent's report.
-  await until('the new leader reports Ready=True', 2 * MINUTES, () => k(['get', 'nodedisk', ndName(M04, 'disk2'), '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']), (s) => s === 'True');
+  await until(
+    'the new leader reports Ready=True',
+    2 * MINUTES,
+    () => k(['get', 'nodedisk', ndName(M04, 'disk2'), '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']),
+    (s) => s === 'True',
+  );
   await release(M04, 'disk2');
 });
 
@@ -170,19 +270,33 @@ test.serial('a node reboot (kubelet, containerd and containers stopped, then sta
   const stoppedAt = Math.floor(Date.now() / 1000) * 1000;
   await nodeControl(env, M04, 'stop');
   // From the cluster's view the node is gone (the controller manager marks it after its grace period).
-  await until('m04 is not Ready', 5 * MINUTES, () => k(['get', 'node', M04, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']), (s) => s !== 'True' && s !== '');
+  await until(
+    'm04 is not Ready',
+    5 * MINUTES,
+    () => k(['get', 'node', M04, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']),
+    (s) => s !== 'True' && s !== '',
+  );
   const ps = await sh('ps', ['-eo', 'args']);
-  t.deepEqual(ps.split('\n').filter((l) => /\/nodes\/m04\/(kubelet\.yaml|containerd\.toml)/.test(l)), [], 'no kubelet or containerd of m04 runs');
+  t.deepEqual(
+    ps.split('\n').filter((l) => /\/nodes\/m04\/(kubelet\.yaml|containerd\.toml)/.test(l)),
+    [],
+    'no kubelet or containerd of m04 runs',
+  );
   t.deepEqual(await markers(M04), marked[M04], 'the disk dir survives the power-off');
 
   await nodeControl(env, M04, 'start');
   t.deepEqual(await readSysctls(), before, 'kernel settings restored after the kubelet started again');
   // The agent's container was killed with the node: a new one must run, started after the power-off.
-  await until('a new agent container runs on m04', 5 * MINUTES, async () => {
-    const [p] = await agentOn(M04);
-    const started = p ? await k(['-n', NS, 'get', 'pod', p.name, '-o', 'jsonpath={.status.containerStatuses[0].state.running.startedAt}']) : '';
-    return { ready: p?.ready, started: Date.parse(started) };
-  }, (s) => s.ready === 'True' && s.started >= stoppedAt - 1000);
+  await until(
+    'a new agent container runs on m04',
+    5 * MINUTES,
+    async () => {
+      const [p] = await agentOn(M04);
+      const started = p ? await k(['-n', NS, 'get', 'pod', p.name, '-o', 'jsonpath={.status.containerStatuses[0].state.running.startedAt}']) : '';
+      return { ready: p?.ready, started: Date.parse(started) };
+    },
+    (s) => s.ready === 'True' && s.started >= stoppedAt - 1000,
+  );
   t.deepEqual(await reservations(), held, 'NodeDisks as before');
   t.deepEqual(await allMarkers(), marked, 'markers intact');
   await reserve(M04, 'disk3');

@@ -72,7 +72,11 @@ export class History {
       };
       const timer = setTimeout(() => {
         const nd = this.latest(name);
-        finish(new Error(`timed out after ${timeoutMs} ms waiting for ${name}: ${what}; last seen ${JSON.stringify({ rv: nd?.metadata.resourceVersion, generation: nd?.metadata.generation, labels: nd?.metadata.labels, spec: nd?.spec.desired, status: { controller: nd?.status?.controller, conditions: nd?.status?.conditions } })}`));
+        finish(
+          new Error(
+            `timed out after ${timeoutMs} ms waiting for ${name}: ${what}; last seen ${JSON.stringify({ rv: nd?.metadata.resourceVersion, generation: nd?.metadata.generation, labels: nd?.metadata.labels, spec: nd?.spec.desired, status: { controller: nd?.status?.controller, conditions: nd?.status?.conditions } })}`,
+          ),
+        );
       }, timeoutMs);
       const finish = (err: Error | undefined, nd?: NodeDisk) => {
         clearTimeout(timer);

@@ -42,10 +42,16 @@ async function launch(node: string, o: { disks?: number; rescanInterval?: string
 }
 
 async function phase(node: string, disk: string, check: (nd: NodeDisk) => boolean, what: string, timeoutMs = 30_000): Promise<NodeDisk> {
-  return await eventually(`${node}/${disk} ${what}`, async () => {
-    const nd = await client().get(nodeDiskName(node, disk)).catch(() => undefined);
-    return nd && check(nd) ? nd : undefined;
-  }, timeoutMs);
+  return await eventually(
+    `${node}/${disk} ${what}`,
+    async () => {
+      const nd = await client()
+        .get(nodeDiskName(node, disk))
+        .catch(() => undefined);
+      return nd && check(nd) ? nd : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 const ready = (nd: NodeDisk) => nd.status?.conditions?.find((c) => c.type === 'Ready');
@@ -69,7 +75,9 @@ function observe(name: string): { sofar: () => string[]; stop: () => Promise<str
   let running = true;
   const loop = (async () => {
     while (running) {
-      const nd = await client().get(name).catch(() => undefined);
+      const nd = await client()
+        .get(name)
+        .catch(() => undefined);
       if (nd) seen.add(`${nd.status?.node?.phase}/Ready=${ready(nd)?.status}`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -176,7 +184,12 @@ test.serial("a new file whose name makes a reserved disk's NodeDisk name does no
   const judged = await scans(agent);
   await eventually('two more scans', async () => (await scans(agent)) >= judged + 2);
   t.deepEqual(seen.sofar(), ['Reserved/Ready=True'], 'the reserved disk stays Reserved and Ready');
-  const noted = await phase(node, 'disk1', (nd) => /file Disk1\.img in the disk dir makes this NodeDisk's name too and is ignored/.test(nd.status?.node?.message ?? ''), 'the collision noted on the NodeDisk');
+  const noted = await phase(
+    node,
+    'disk1',
+    (nd) => /file Disk1\.img in the disk dir makes this NodeDisk's name too and is ignored/.test(nd.status?.node?.message ?? ''),
+    'the collision noted on the NodeDisk',
+  );
   t.regex(noted.status?.node?.message ?? '', /^reservation marker present; file Disk1\.img .* \(this NodeDisk stays with .*\/disk1\.img\): rename it$/);
   t.is(noted.spec.diskID, 'disk1');
   t.regex(agent.logsOfThisRun(), /"file":"Disk1\.img","reason":"its NodeDisk name node-disk-node-collide-disk1 is already used by disk1\.img; rename Disk1\.img"/);

@@ -43,20 +43,28 @@ async function readyz(p: Program): Promise<{ status: number; body: string }> {
   return { status: res.status, body: await res.text() };
 }
 const unready = (p: Program, why: RegExp) =>
-  eventually(`${p.name} unready: ${why}`, async () => {
-    const r = await readyz(p);
-    return r.status === 503 && why.test(r.body) ? r.body : undefined;
-  }, 30_000);
+  eventually(
+    `${p.name} unready: ${why}`,
+    async () => {
+      const r = await readyz(p);
+      return r.status === 503 && why.test(r.body) ? r.body : undefined;
+    },
+    30_000,
+  );
 const ready = (p: Program) => eventually(`${p.name} ready`, async () => (await readyz(p)).status === 200, 90_000);
 
 const heartbeat = (node: string) =>
   restFor(controlPlane().admin()).request<{ spec: { renewTime?: string } }>('GET', `/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases/node-disks-agent-${node}`);
 
 async function phase(node: string, disk: string, check: (nd: NodeDisk) => boolean, what: string, timeoutMs = 20_000): Promise<NodeDisk> {
-  return await eventually(`${node}/${disk} ${what}`, async () => {
-    const nd = await client().get(nodeDiskName(node, disk));
-    return check(nd) ? nd : undefined;
-  }, timeoutMs);
+  return await eventually(
+    `${node}/${disk} ${what}`,
+    async () => {
+      const nd = await client().get(nodeDiskName(node, disk));
+      return check(nd) ? nd : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 test.serial('an unreadable disk dir keeps the last reports, lets the heartbeat Lease lapse, and readiness says why', async (t) => {
@@ -137,14 +145,19 @@ test.serial('an agent whose token is refused (401: its Node was deleted) is not 
   await kubectl('delete', 'node', node); // the agent's token is bound to the Node: it is now invalid
   // The API server caches a token's successful authentication for a few seconds: wait until it refuses it.
   const identity = await controlPlane().agent(node);
-  await eventually('the agent token refused', async () => {
-    try {
-      await controlPlane().kubectl(identity, ['get', 'nodedisks', '-o', 'name']);
-      return false;
-    } catch (err) {
-      return /Unauthorized|provide credentials/.test((err as Error).message);
-    }
-  }, 30_000, 500);
+  await eventually(
+    'the agent token refused',
+    async () => {
+      try {
+        await controlPlane().kubectl(identity, ['get', 'nodedisks', '-o', 'name']);
+        return false;
+      } catch (err) {
+        return /Unauthorized|provide credentials/.test((err as Error).message);
+      }
+    },
+    30_000,
+    500,
+  );
   await writeFile(join(dir, 'disk9.img'), 'x');
   t.regex(await unready(agent, /refused|Unauthorized|401/), /401/);
 });

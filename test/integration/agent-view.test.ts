@@ -164,7 +164,16 @@ test.serial('a release the watch delivers late does not remove the marker of a d
   const node = 'node-late-release';
   const name = nodeDiskName(node, 'disk1');
   const a = await inProcessAgent(t, node);
-  await eventually('the NodeDisk reported Available', async () => (await admin().get(name).catch(() => undefined))?.status?.node?.phase === 'Available', 30_000);
+  await eventually(
+    'the NodeDisk reported Available',
+    async () =>
+      (
+        await admin()
+          .get(name)
+          .catch(() => undefined)
+      )?.status?.node?.phase === 'Available',
+    30_000,
+  );
   await patchDesired(name, { state: 'Reserved', owner: 'team-db' });
   const marker = join(a.dir, 'disk1.img.reserved');
   await eventually('the marker written', async () => existsSync(marker) && (await admin().get(name)).status?.node?.phase === 'Reserved', 30_000);
@@ -191,7 +200,10 @@ test.serial('a release the watch delivers late does not remove the marker of a d
 const lease = (node: string) =>
   restFor(controlPlane().admin())
     .request<{ spec: { renewTime?: string } }>('GET', `/apis/coordination.k8s.io/v1/namespaces/${SYSTEM_NAMESPACE}/leases/node-disks-agent-${node}`)
-    .then((l) => l.spec.renewTime, () => undefined);
+    .then(
+      (l) => l.spec.renewTime,
+      () => undefined,
+    );
 
 test.serial('while every watch of its NodeDisks ends at once the agent does not renew its heartbeat Lease, and says why', async (t) => {
   const node = 'node-watch-cut';

@@ -40,7 +40,11 @@ const badDisks: [string, (d: NodeDisk) => void, RegExp][] = [
   ['relative path', (d) => (d.spec.path = 'disks/disk1.img'), /spec\.path must be an absolute path/],
   ['path with a .. segment', (d) => (d.spec.path = '/var/lib/../disk1.img'), /spec\.path must not contain '\.' or '\.\.' segments/],
   ['path that is not the disk image of diskID', (d) => (d.spec.path = '/var/lib/node-disks-manager/disks/other.img'), /spec\.path must be the host path of the disk image/],
-  ['desired state outside the enum', (d) => (d.spec.desired = { state: 'Mounted' as 'Reserved' }), /spec\.desired\.state: Unsupported value: "Mounted": supported values: "Available", "Reserved"/],
+  [
+    'desired state outside the enum',
+    (d) => (d.spec.desired = { state: 'Mounted' as 'Reserved' }),
+    /spec\.desired\.state: Unsupported value: "Mounted": supported values: "Available", "Reserved"/,
+  ],
   ['owner on an Available disk', (d) => (d.spec.desired = { state: 'Available', owner: 'alice' }), /spec\.desired\.owner may be set only when spec\.desired\.state is Reserved/],
   ['owner too long', (d) => (d.spec.desired = { state: 'Reserved', owner: 'a'.repeat(300) }), /spec\.desired\.owner: Too long/],
   ['owner with spaces', (d) => (d.spec.desired = { state: 'Reserved', owner: 'alice smith' }), /spec\.desired\.owner in body should match/],
@@ -59,10 +63,7 @@ test('status.node.phase outside the enum is rejected on the status subresource',
   const d = newNodeDisk('node-phase', 'disk1');
   await admin().create(d, { fieldManager: 'test' });
   const err = await t.throwsAsync(
-    admin().applyStatus(
-      { apiVersion: d.apiVersion, kind: d.kind, metadata: { name: d.metadata.name! }, status: { node: { phase: 'Broken' as 'Error' } } },
-      { fieldManager: FIELD_MANAGER.agent },
-    ),
+    admin().applyStatus({ apiVersion: d.apiVersion, kind: d.kind, metadata: { name: d.metadata.name! }, status: { node: { phase: 'Broken' as 'Error' } } }, { fieldManager: FIELD_MANAGER.agent }),
     { instanceOf: ApiError },
   );
   t.regex(err?.message ?? '', /status\.node\.phase: Unsupported value: "Broken"/);
@@ -76,10 +77,7 @@ test('a new NodeDisk defaults to desired Available, and every field of the types
   const created = await admin().create(full, { fieldManager: 'test' });
   t.deepEqual(created.spec, full.spec);
   t.deepEqual(created.status, {}, 'status given on create is ignored (it has its own subresource); the CRD serves it as {} (ADR 20)');
-  const withStatus = await admin().applyStatus(
-    { apiVersion: full.apiVersion, kind: full.kind, metadata: { name: full.metadata.name! }, status: full.status },
-    { fieldManager: 'test' },
-  );
+  const withStatus = await admin().applyStatus({ apiVersion: full.apiVersion, kind: full.kind, metadata: { name: full.metadata.name! }, status: full.status }, { fieldManager: 'test' });
   t.deepEqual(withStatus.status, full.status, 'nothing was pruned: the schema has every field');
 });
 
@@ -110,7 +108,12 @@ test('a watch with a spec.nodeName field selector sees only that node', async (t
   })();
   // Give the watch a moment to open, then create objects on two nodes.
   await new Promise((r) => setTimeout(r, 300));
-  for (const [node, disk] of [['node-w2', 'disk1'], ['node-w1', 'disk1'], ['node-w2', 'disk2'], ['node-w1', 'disk2']] as const) {
+  for (const [node, disk] of [
+    ['node-w2', 'disk1'],
+    ['node-w1', 'disk1'],
+    ['node-w2', 'disk2'],
+    ['node-w1', 'disk2'],
+  ] as const) {
     await client.create(newNodeDisk(node, disk), { fieldManager: FIELD_MANAGER.agent });
   }
   await Promise.race([watching, new Promise((_, rej) => setTimeout(() => rej(new Error('watch timed out')), 10_000))]);
@@ -152,17 +155,11 @@ test('two field managers applying different fields coexist; the same field confl
   const meta = { apiVersion: d.apiVersion, kind: d.kind, metadata: { name } } as const;
 
   await client.applyStatus({ ...meta, status: { node: { phase: 'Available', capacityBytes: 1024 } } }, { fieldManager: FIELD_MANAGER.agent });
-  const both = await client.applyStatus(
-    { ...meta, status: { controller: { accepted: true, observedGeneration: 1 } } },
-    { fieldManager: FIELD_MANAGER.controller },
-  );
+  const both = await client.applyStatus({ ...meta, status: { controller: { accepted: true, observedGeneration: 1 } } }, { fieldManager: FIELD_MANAGER.controller });
   t.is(both.status?.node?.phase, 'Available', 'the controller did not clear the agent status');
   t.is(both.status?.controller?.accepted, true);
 
-  const err = await t.throwsAsync(
-    client.applyStatus({ ...meta, status: { node: { phase: 'Error' } } }, { fieldManager: FIELD_MANAGER.controller }),
-    { instanceOf: ApiError },
-  );
+  const err = await t.throwsAsync(client.applyStatus({ ...meta, status: { node: { phase: 'Error' } } }, { fieldManager: FIELD_MANAGER.controller }), { instanceOf: ApiError });
   t.is(err?.statusCode, 409);
   t.regex(err?.message ?? '', /conflict with "node-disks-agent"/);
   t.regex(err?.message ?? '', /\.status\.node\.phase/);
@@ -171,20 +168,12 @@ test('two field managers applying different fields coexist; the same field confl
   // the creator's manager. So the first writer of spec.desired takes it over with a forced apply
   // (docs/adr/0004-field-ownership.md); after that, another manager's different value conflicts.
   const created = await client.get(name);
-  const desiredOwners = (created.metadata.managedFields ?? [])
-    .filter((f) => JSON.stringify(f.fieldsV1 ?? {}).includes('"f:desired"'))
-    .map((f) => f.manager);
+  const desiredOwners = (created.metadata.managedFields ?? []).filter((f) => JSON.stringify(f.fieldsV1 ?? {}).includes('"f:desired"')).map((f) => f.manager);
   t.deepEqual(desiredOwners, [FIELD_MANAGER.agent]);
-  const unforced = await t.throwsAsync(
-    client.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: 'auto' } } }, { fieldManager: FIELD_MANAGER.controller }),
-    { instanceOf: ApiError },
-  );
+  const unforced = await t.throwsAsync(client.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: 'auto' } } }, { fieldManager: FIELD_MANAGER.controller }), { instanceOf: ApiError });
   t.regex(unforced?.message ?? '', /conflict with "node-disks-agent".*\.spec\.desired\.state/);
   await client.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: 'auto' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });
-  const spec = await t.throwsAsync(
-    client.apply({ ...meta, spec: { desired: { state: 'Available' } } }, { fieldManager: FIELD_MANAGER.argocd }),
-    { instanceOf: ApiError },
-  );
+  const spec = await t.throwsAsync(client.apply({ ...meta, spec: { desired: { state: 'Available' } } }, { fieldManager: FIELD_MANAGER.argocd }), { instanceOf: ApiError });
   t.regex(spec?.message ?? '', /conflict with "node-disks-operator"/);
   // The same value from a second manager is not a conflict: both then own the field.
   await client.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: 'auto' } } }, { fieldManager: FIELD_MANAGER.argocd });

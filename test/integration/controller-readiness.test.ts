@@ -44,10 +44,17 @@ test.serial('a controller whose writes are refused is not ready, says why, and r
   await eventually('ready, as the leader at work', async () => (await readyz(p)).status === 200);
 
   // Take `patch` away from the controller: it can still watch, but no longer write.
-  await kubectl('patch', 'clusterrole', 'node-disks-operator', '--type=json', '-p', JSON.stringify([
-    { op: 'replace', path: '/rules/0/verbs', value: ['get', 'list', 'watch'] },
-    { op: 'replace', path: '/rules/1/verbs', value: ['get'] },
-  ]));
+  await kubectl(
+    'patch',
+    'clusterrole',
+    'node-disks-operator',
+    '--type=json',
+    '-p',
+    JSON.stringify([
+      { op: 'replace', path: '/rules/0/verbs', value: ['get', 'list', 'watch'] },
+      { op: 'replace', path: '/rules/1/verbs', value: ['get'] },
+    ]),
+  );
   try {
     await client.mergePatch(name, { metadata: { labels: { [LABEL_AUTO_RESERVE]: 'true' } } }, { fieldManager: 'kubectl-label' });
     const unready = await eventually('unready', async () => {

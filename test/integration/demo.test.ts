@@ -55,7 +55,12 @@ test.serial('a second npm start while a demo runs says so and touches nothing', 
   t.notRegex(second.output(), /starting etcd/, 'the second start went ahead');
   const code = await second.exited;
   t.not(code, 0);
-  t.regex(second.output(), new RegExp(`^error: a demo is already running \\(pid ${first.child.pid}\\) in ${work.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}; stop it with Ctrl-C in its terminal \\(or kill ${first.child.pid}\\) first\\n$`));
+  t.regex(
+    second.output(),
+    new RegExp(
+      `^error: a demo is already running \\(pid ${first.child.pid}\\) in ${work.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}; stop it with Ctrl-C in its terminal \\(or kill ${first.child.pid}\\) first\\n$`,
+    ),
+  );
   t.notRegex(second.output(), /^\s+at /m, 'no stack trace');
 
   // The first demo is untouched and still answers.

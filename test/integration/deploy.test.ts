@@ -45,12 +45,24 @@ test.serial('kustomize/default applies for real', async (t) => {
   const cp = controlPlane();
   await cp.kubectl(cp.admin(), ['apply', '--server-side', '--force-conflicts', '-k', join(REPO_ROOT, 'kustomize/default')]);
   const ds = JSON.parse(await cp.kubectl(cp.admin(), ['get', 'daemonset', 'node-disks-agent', '-n', 'node-disks-system', '-o', 'json'])) as {
-    spec: { template: { spec: { containers: { env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[]; securityContext: Record<string, unknown>; volumeMounts: { mountPath: string }[] }[]; volumes: { hostPath?: { path: string } }[]; tolerations: { operator: string }[] } } };
+    spec: {
+      template: {
+        spec: {
+          containers: { env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[]; securityContext: Record<string, unknown>; volumeMounts: { mountPath: string }[] }[];
+          volumes: { hostPath?: { path: string } }[];
+          tolerations: { operator: string }[];
+        };
+      };
+    };
   };
   const pod = ds.spec.template.spec;
   const agent = pod.containers[0]!;
   t.is(agent.env.find((e) => e.name === 'NODE_NAME')?.valueFrom?.fieldRef?.fieldPath, 'spec.nodeName');
-  t.deepEqual(pod.volumes.filter((v) => v.hostPath).map((v) => v.hostPath!.path), ['/var/lib/node-disks-manager/disks'], 'the disk dir and nothing else of the host');
+  t.deepEqual(
+    pod.volumes.filter((v) => v.hostPath).map((v) => v.hostPath!.path),
+    ['/var/lib/node-disks-manager/disks'],
+    'the disk dir and nothing else of the host',
+  );
   t.like(agent.securityContext, { privileged: false, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
   t.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
   const deploy = JSON.parse(await cp.kubectl(cp.admin(), ['get', 'deployment', 'node-disks-operator', '-n', 'node-disks-system', '-o', 'json'])) as {
@@ -66,14 +78,16 @@ test('production pins images by digest and has a PodDisruptionBudget; dev never 
   t.true(images.length >= 2 && images.every((i) => /@sha256:[0-9a-f]{64}$/.test(i)), images.join(', '));
   t.true(prod.some((o) => o.kind === 'PodDisruptionBudget'));
   const dev = loadAll(await runKubectl('kubectl', ['kustomize', join(REPO_ROOT, 'kustomize/overlays/dev')])) as Obj[];
-  const devImages = dev.flatMap((o) => ((o.spec?.template as { spec?: { containers?: { image: string; imagePullPolicy?: string }[] } })?.spec?.containers ?? []));
+  const devImages = dev.flatMap((o) => (o.spec?.template as { spec?: { containers?: { image: string; imagePullPolicy?: string }[] } })?.spec?.containers ?? []);
   t.true(devImages.some((c) => c.image === 'node-disks-operator:dev' && c.imagePullPolicy === 'Never'));
   t.true(devImages.some((c) => c.image === 'node-disks-agent:dev' && c.imagePullPolicy === 'Never'));
   t.true(dev.some((o) => o.kind === 'DaemonSet' && o.metadata.name === 'node-disks-seeder'));
 });
 
 test('every path the Dockerfile copies from the build context exists', (t) => {
-  const lines = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8').split('\n').filter((l) => /^COPY\s/.test(l) && !l.includes('--from='));
+  const lines = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8')
+    .split('\n')
+    .filter((l) => /^COPY\s/.test(l) && !l.includes('--from='));
   t.true(lines.length > 5);
   for (const line of lines) {
     const parts = line.split(/\s+/).slice(1, -1);
@@ -96,10 +110,17 @@ test.serial('the bundles the images copy start and do their job', async (t) => {
     const agentId = await cp.agent(node);
     const controllerId = await cp.controller();
     const agent = new Program('agent-bundle', join(work, 'agent.log'), join(REPO_ROOT, 'dist/agent/node-disks-agent.mjs'), [
-      `--kubeconfig=${agentId.kubeconfig}`, `--node-name=${node}`, `--disk-dir=${join(work, 'disks')}`, `--host-disk-dir=${DEFAULT_DISK_DIR}`, '--http-address=127.0.0.1:0',
+      `--kubeconfig=${agentId.kubeconfig}`,
+      `--node-name=${node}`,
+      `--disk-dir=${join(work, 'disks')}`,
+      `--host-disk-dir=${DEFAULT_DISK_DIR}`,
+      '--http-address=127.0.0.1:0',
     ]).launch();
     const controller = new Program('controller-bundle', join(work, 'controller.log'), join(REPO_ROOT, 'dist/controller/node-disks-operator.mjs'), [
-      `--kubeconfig=${controllerId.kubeconfig}`, '--http-address=127.0.0.1:0', '--identity=bundle', '--leader-elect=false',
+      `--kubeconfig=${controllerId.kubeconfig}`,
+      '--http-address=127.0.0.1:0',
+      '--identity=bundle',
+      '--leader-elect=false',
     ]).launch();
     started.push(agent, controller);
     const name = nodeDiskName(node, 'disk1');

@@ -35,7 +35,11 @@ for (const [what, name] of [
     const recorder = new EventRecorder(rest, 'test-instance', log);
     const reason = `R${name.length}`;
     await recorder.record(disk(name), 'Normal', reason, 'Reserve', 'a note');
-    t.deepEqual(warnings.filter((l) => l.includes('could not record event')), [], 'the API server took the Event');
+    t.deepEqual(
+      warnings.filter((l) => l.includes('could not record event')),
+      [],
+      'the API server took the Event',
+    );
     const found = await eventually('the Event listed', async () => {
       const list = await rest.request<{ items: Ev[] }>('GET', '/apis/events.k8s.io/v1/namespaces/default/events');
       return list.items.find((e) => e.regarding.name === name && e.reason === reason);

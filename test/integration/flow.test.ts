@@ -91,10 +91,7 @@ test.serial('the seed flow: label → marker and Reserved; label removed → mar
   const released = await phaseOf(node, disk, 'Available');
   t.deepEqual(released.spec.desired, { state: 'Available' });
   t.false(existsSync(marker(node, disk)));
-  t.is(
-    await kubectl('get', 'nodedisk', name, '-o', 'jsonpath={.spec.desired.state} {.spec.desired.owner} {.status.node.phase} {.status.node.capacityBytes}'),
-    'Available  Available 67108864',
-  );
+  t.is(await kubectl('get', 'nodedisk', name, '-o', 'jsonpath={.spec.desired.state} {.spec.desired.owner} {.status.node.phase} {.status.node.capacityBytes}'), 'Available  Available 67108864');
   const events = await kubectl('get', 'events.events.k8s.io', '-n', 'default', '--field-selector', `regarding.name=${name}`, '-o', 'jsonpath={.items[*].reason}');
   t.true(events.includes('AutoReserved') && events.includes('AutoReleased'), events);
 });
@@ -214,11 +211,15 @@ test.serial('a controller restarted mid-flow converges', async (t) => {
   await kubectl('label', 'nodedisk', nodeDiskName(node, disk), 'localtest.example.com/auto-reserve=true');
   controller = await startController(controlPlane(), { logDir: logDir(), identity: 'controller-1' });
   // The crashed leader never released its Lease: the new one waits out the lease duration (15 s).
-  const nd = await eventually('Reserved and Ready for the current generation after controller restart', async () => {
-    const x = await get(node, disk);
-    const ready = x.status?.conditions?.find((c) => c.type === 'Ready');
-    return x.status?.node?.phase === 'Reserved' && x.status?.controller?.observedGeneration === x.metadata.generation && ready?.status === 'True' ? x : undefined;
-  }, 45_000);
+  const nd = await eventually(
+    'Reserved and Ready for the current generation after controller restart',
+    async () => {
+      const x = await get(node, disk);
+      const ready = x.status?.conditions?.find((c) => c.type === 'Ready');
+      return x.status?.node?.phase === 'Reserved' && x.status?.controller?.observedGeneration === x.metadata.generation && ready?.status === 'True' ? x : undefined;
+    },
+    45_000,
+  );
   t.is(nd.spec.desired?.owner, 'auto');
 });
 
@@ -228,5 +229,8 @@ test.serial('agents and controller survive an API server restart and keep workin
   await kubectl('label', 'nodedisk', nodeDiskName(node, disk), 'localtest.example.com/auto-reserve=true');
   await eventually('Reserved after API server restart', async () => (await get(node, disk)).status?.node?.phase === 'Reserved', 60_000);
   t.true(existsSync(marker(node, disk)));
-  t.true([controller, ...agents.values()].every((p) => p.running), 'no process died');
+  t.true(
+    [controller, ...agents.values()].every((p) => p.running),
+    'no process died',
+  );
 });

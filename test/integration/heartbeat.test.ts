@@ -60,11 +60,14 @@ test.serial('an agent with 200 unchanged disks writes only its heartbeat Lease, 
   const leaseWrites = writes.filter((w) => w.objectRef?.resource === 'leases');
   t.true(leaseWrites.length >= 1, 'the heartbeat Lease is renewed');
   t.true(leaseWrites.length <= WINDOW_MS / 2000 + 1, `${leaseWrites.length} Lease writes in ${WINDOW_MS / 1000} s with a 2 s heartbeat`);
-  t.true(leaseWrites.every((w) => w.objectRef?.namespace === 'node-disks-system' && w.objectRef?.name === `node-disks-agent-${node}` && w.responseStatus?.code === 200), JSON.stringify(leaseWrites.map((w) => [w.verb, w.objectRef, w.responseStatus])));
+  t.true(
+    leaseWrites.every((w) => w.objectRef?.namespace === 'node-disks-system' && w.objectRef?.name === `node-disks-agent-${node}` && w.responseStatus?.code === 200),
+    JSON.stringify(leaseWrites.map((w) => [w.verb, w.objectRef, w.responseStatus])),
+  );
   await agent.stop();
 });
 
-test.serial('a stopped agent makes the controller mark its node\'s disks AgentStale once its Lease expires; resumed, they are fresh again', async (t) => {
+test.serial("a stopped agent makes the controller mark its node's disks AgentStale once its Lease expires; resumed, they are fresh again", async (t) => {
   const cp = controlPlane();
   const node = 'node-frozen';
   const DISKS = 3;

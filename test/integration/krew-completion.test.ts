@@ -41,7 +41,10 @@ test('after krew install, the caveat line makes kubectl complete the plugin', as
     await run('sh', ['-c', line!], { env });
     t.deepEqual(await complete(), ['--show-labels']);
     const names = await execResult('kubectl', ['__complete', 'nodedisks', 're'], { env });
-    t.deepEqual(names.stdout.split('\n').filter((l) => l && !l.startsWith(':')), ['reserve', 'release']);
+    t.deepEqual(
+      names.stdout.split('\n').filter((l) => l && !l.startsWith(':')),
+      ['reserve', 'release'],
+    );
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -148,7 +148,9 @@ test("krew's validate-krew-manifest accepts the manifest and installs every plat
 });
 
 test('the caveats say what krew does not do: the cluster install, RBAC, the completion helper (run by krew-completion.test.ts), macOS signing', (t) => {
-  const m = load(readFileSync(join(work, 'krew-manifest.yaml'), 'utf8')) as { spec: { version: string; caveats: string; platforms: { bin: string; selector: { matchLabels: { os: string } } }[] } };
+  const m = load(readFileSync(join(work, 'krew-manifest.yaml'), 'utf8')) as {
+    spec: { version: string; caveats: string; platforms: { bin: string; selector: { matchLabels: { os: string } } }[] };
+  };
   const caveats = m.spec.caveats;
   t.regex(caveats, /NodeDisk CRD/);
   t.regex(caveats, /kubectl apply --server-side -k kustomize\/default/);
@@ -156,5 +158,8 @@ test('the caveats say what krew does not do: the cluster install, RBAC, the comp
   t.regex(caveats, /nodedisks-editor/);
   t.regex(caveats, /codesign --force --sign -/);
   t.regex(caveats, /^ {2}cp .*kubectl_complete-nodedisks.*$/m);
-  t.deepEqual(m.spec.platforms.map((p) => p.bin), m.spec.platforms.map((p) => (p.selector.matchLabels.os === 'windows' ? 'kubectl-nodedisks.exe' : 'kubectl-nodedisks')));
+  t.deepEqual(
+    m.spec.platforms.map((p) => p.bin),
+    m.spec.platforms.map((p) => (p.selector.matchLabels.os === 'windows' ? 'kubectl-nodedisks.exe' : 'kubectl-nodedisks')),
+  );
 });

@@ -49,10 +49,7 @@ test('krew installs the released archive and kubectl runs it against the cluster
 
     // The committed manifest names every platform and has a sha256 for each.
     const committed = load(readFileSync(join(REPO_ROOT, 'krew-manifest.yaml'), 'utf8')) as { spec: { platforms: { selector: { matchLabels: { os: string; arch: string } }; sha256: string }[] } };
-    t.deepEqual(
-      committed.spec.platforms.map((p) => `${p.selector.matchLabels.os}-${p.selector.matchLabels.arch}`).sort(),
-      PLATFORMS.map((p) => p.id).sort(),
-    );
+    t.deepEqual(committed.spec.platforms.map((p) => `${p.selector.matchLabels.os}-${p.selector.matchLabels.arch}`).sort(), PLATFORMS.map((p) => p.id).sort());
     for (const p of committed.spec.platforms) t.regex(p.sha256, /^[0-9a-f]{64}$/);
     // Archives are reproducible, so the committed sha256 must be what this commit builds.
     const committedLinux = committed.spec.platforms.find((p) => p.selector.matchLabels.os === 'linux' && p.selector.matchLabels.arch === 'amd64');

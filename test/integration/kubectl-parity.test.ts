@@ -25,11 +25,8 @@ interface Result {
 
 function kubectl(args: string[]): Promise<Result> {
   return new Promise((resolve) => {
-    execFile(
-      'kubectl',
-      args,
-      { env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig }, timeout: 60_000 },
-      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    execFile('kubectl', args, { env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig }, timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
     );
   });
 }
@@ -131,8 +128,7 @@ for (const [title, args] of CASES) {
     for (let attempt = 0; attempt < 2; attempt++) {
       const want = await kubectl(['get', 'nodedisks', ...args]);
       const got = await kubectl(['nodedisks', 'list', ...args]);
-      const same =
-        maskAges(got.stdout) === maskAges(want.stdout) && got.stderr === want.stderr && (got.code === 0) === (want.code === 0);
+      const same = maskAges(got.stdout) === maskAges(want.stdout) && got.stderr === want.stderr && (got.code === 0) === (want.code === 0);
       if (same) {
         t.pass();
         return;
@@ -190,7 +186,10 @@ for (const [title, args] of WATCHES) {
       });
       const printed = [lineCount(want.out()), lineCount(got.out())] as const;
       // A longer owner than any before: the new row must widen its column the way kubectl does.
-      await admin.apply({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name: A2 }, spec: { desired: { state: 'Reserved', owner: 'an-owner-with-a-long-name' } } }, { fieldManager: 'parity-test', force: true });
+      await admin.apply(
+        { apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name: A2 }, spec: { desired: { state: 'Reserved', owner: 'an-owner-with-a-long-name' } } },
+        { fieldManager: 'parity-test', force: true },
+      );
       await admin.apply({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name: B2, labels: { tier: 'slow' } } }, { fieldManager: 'parity-watch', force: true });
       // Both printed both changes and, a multi-line object being written in pieces, agree (or time runs out).
       await eventually(
@@ -203,7 +202,10 @@ for (const [title, args] of WATCHES) {
     } finally {
       want.child.kill();
       got.child.kill();
-      await admin.apply({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name: A2 }, spec: { desired: { state: 'Reserved', owner: 'alice' } } }, { fieldManager: 'parity-test', force: true });
+      await admin.apply(
+        { apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name: A2 }, spec: { desired: { state: 'Reserved', owner: 'alice' } } },
+        { fieldManager: 'parity-test', force: true },
+      );
       await admin.apply({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name: B2 } }, { fieldManager: 'parity-watch', force: true });
       await eventually('both watches closed', async () => (await openWatches()) <= baseline, 30_000);
     }

@@ -39,8 +39,7 @@ test.after.always(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-const kubectl = (args: string[], timeoutMs = 150_000) =>
-  execResult(controlPlane().binaries.kubectl, args, { env: { KUBECONFIG: controlPlane().admin().kubeconfig }, timeoutMs });
+const kubectl = (args: string[], timeoutMs = 150_000) => execResult(controlPlane().binaries.kubectl, args, { env: { KUBECONFIG: controlPlane().admin().kubeconfig }, timeoutMs });
 
 test.serial('kubectl wait --for=condition=Ready nodedisk --all: met for every disk once the controller has judged it', async (t) => {
   // The agent creates the three NodeDisks; wait until they exist so --all has something to wait for.
@@ -59,7 +58,10 @@ test.serial('kubectl wait --for=condition=Ready nodedisk --all: met for every di
     metadata: { generation: number };
     status: { observedGeneration: number; conditions: { type: string; status: string; observedGeneration: number }[]; controller: Record<string, unknown> };
   };
-  t.like(nd.status.conditions.find((c) => c.type === 'Ready'), { status: 'True', observedGeneration: nd.metadata.generation });
+  t.like(
+    nd.status.conditions.find((c) => c.type === 'Ready'),
+    { status: 'True', observedGeneration: nd.metadata.generation },
+  );
   t.is(nd.status.observedGeneration, nd.metadata.generation);
   t.deepEqual(nd.status.controller, { accepted: true, observedGeneration: nd.metadata.generation });
 });
@@ -78,30 +80,48 @@ test.serial('a NodeDisk with the old status.controller.conditions loses them to 
   await apply(old);
   const name = nodeDiskName('node-old', 'disk1');
   const admin = nodeDisksFor(cp.admin());
-  await eventually('the old CRD to serve status.controller.conditions', async () => {
-    await admin.create(newNodeDisk('node-old', 'disk1'), { fieldManager: FIELD_MANAGER.agent }).catch(() => undefined);
-    const ready = { type: 'Ready', status: 'True', reason: 'PhaseMatchesDesired', message: 'old shape', lastTransitionTime: '2026-01-02T03:04:05Z', observedGeneration: 1 };
-    const written = await admin.applyStatus(
-      { apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { controller: { accepted: true, observedGeneration: 1, conditions: [ready] } as never } },
-      { fieldManager: 'node-disks-operator-before-adr-20', force: true },
-    );
-    return ((written.status?.controller as { conditions?: unknown[] } | undefined)?.conditions?.length ?? 0) > 0;
-  }, 60_000, 500);
+  await eventually(
+    'the old CRD to serve status.controller.conditions',
+    async () => {
+      await admin.create(newNodeDisk('node-old', 'disk1'), { fieldManager: FIELD_MANAGER.agent }).catch(() => undefined);
+      const ready = { type: 'Ready', status: 'True', reason: 'PhaseMatchesDesired', message: 'old shape', lastTransitionTime: '2026-01-02T03:04:05Z', observedGeneration: 1 };
+      const written = await admin.applyStatus(
+        { apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { controller: { accepted: true, observedGeneration: 1, conditions: [ready] } as never } },
+        { fieldManager: 'node-disks-operator-before-adr-20', force: true },
+      );
+      return ((written.status?.controller as { conditions?: unknown[] } | undefined)?.conditions?.length ?? 0) > 0;
+    },
+    60_000,
+    500,
+  );
   await apply(nodeDiskCRD);
   // Pruned as soon as the new schema is in force (on read), before anyone writes the object.
-  const served = await eventually('the new CRD to prune the old field', async () => {
-    const nd = await admin.get(name);
-    return nd.status?.controller && !('conditions' in nd.status.controller) ? nd : undefined;
-  }, 60_000, 500);
+  const served = await eventually(
+    'the new CRD to prune the old field',
+    async () => {
+      const nd = await admin.get(name);
+      return nd.status?.controller && !('conditions' in nd.status.controller) ? nd : undefined;
+    },
+    60_000,
+    500,
+  );
   t.deepEqual(served.status?.controller, { accepted: true, observedGeneration: 1 });
   programs.unshift(await startController(cp, { logDir: join(work, 'logs'), identity: 'controller-1' }));
   // No agent reports node-old: after its grace the controller writes Ready Unknown (WaitingForAgent) where
   // every tool reads it.
-  const migrated = await eventually('the controller to write status.conditions', async () => {
-    const nd = await admin.get(name);
-    return nd.status?.conditions?.some((c) => c.type === 'Ready') ? nd : undefined;
-  }, 90_000, 500);
-  t.like(migrated.status?.conditions?.find((c) => c.type === 'Ready'), { status: 'Unknown', reason: 'WaitingForAgent' });
+  const migrated = await eventually(
+    'the controller to write status.conditions',
+    async () => {
+      const nd = await admin.get(name);
+      return nd.status?.conditions?.some((c) => c.type === 'Ready') ? nd : undefined;
+    },
+    90_000,
+    500,
+  );
+  t.like(
+    migrated.status?.conditions?.find((c) => c.type === 'Ready'),
+    { status: 'Unknown', reason: 'WaitingForAgent' },
+  );
   t.is(migrated.status?.observedGeneration, migrated.metadata.generation);
   t.false('conditions' in (migrated.status?.controller ?? {}));
 });

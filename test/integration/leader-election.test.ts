@@ -112,8 +112,7 @@ async function seed(node: string, count: number): Promise<string[]> {
 interface Lease {
   spec: { holderIdentity?: string };
 }
-const holder = async (id: string) =>
-  (await restFor(controlPlane().admin()).request<Lease>('GET', `/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases/${id}`)).spec.holderIdentity;
+const holder = async (id: string) => (await restFor(controlPlane().admin()).request<Lease>('GET', `/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases/${id}`)).spec.holderIdentity;
 
 const by = (identity: string) => (w: AuditedWrite) => w.userAgent.includes(`(${identity})`);
 const isWork = (w: AuditedWrite) => w.objectRef?.resource === 'nodedisks' || w.objectRef?.resource === 'events';
@@ -166,10 +165,14 @@ test.serial('a leader cut off by a black hole steps down within the renew deadli
   await eventually('bh-b leads', async () => (await holder(id)) === 'bh-b' && (await leaderMetric(b)) === 1, 20_000);
   const takeover = Date.now() - cut;
   // Cut off, bh-a can do nothing: it says so.
-  const unready = await eventually('bh-a unready', async () => {
-    const r = await readyz(a);
-    return r.status === 503 ? r.body : undefined;
-  }, 15_000);
+  const unready = await eventually(
+    'bh-a unready',
+    async () => {
+      const r = await readyz(a);
+      return r.status === 503 ? r.body : undefined;
+    },
+    15_000,
+  );
 
   await sleep(2000);
   proxy.restore();

@@ -36,8 +36,7 @@ async function get(p: Program, path: string): Promise<{ status: number; body: st
 interface Lease {
   spec: { holderIdentity?: string; leaseTransitions?: number };
 }
-const lease = () =>
-  restFor(controlPlane().admin()).request<Lease>('GET', '/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases/node-disks-operator.localtest.example.com');
+const lease = () => restFor(controlPlane().admin()).request<Lease>('GET', '/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases/node-disks-operator.localtest.example.com');
 
 test.serial('two controllers: one leads, the other takes over when the leader dies, and acts', async (t) => {
   const cp = controlPlane();
@@ -75,10 +74,14 @@ test.serial('two controllers: one leads, the other takes over when the leader di
 
   // An agent that stops reporting is shown, not hidden: Ready turns Unknown (AgentStale) on its own.
   await agent.crash();
-  const stale = await eventually('Ready AgentStale', async () => {
-    const ready = (await client.get(nodeDiskName(node, 'disk2'))).status?.conditions?.find((x) => x.type === 'Ready');
-    return ready?.reason === 'AgentStale' ? ready : undefined;
-  }, 20_000);
+  const stale = await eventually(
+    'Ready AgentStale',
+    async () => {
+      const ready = (await client.get(nodeDiskName(node, 'disk2'))).status?.conditions?.find((x) => x.type === 'Ready');
+      return ready?.reason === 'AgentStale' ? ready : undefined;
+    },
+    20_000,
+  );
   t.is(stale.status, 'Unknown');
   t.regex(stale.message, /the node agent on node-ha has not renewed its heartbeat \(Lease node-disks-system\/node-disks-agent-node-ha, last renewed /);
 });
@@ -147,7 +150,7 @@ test('bad configuration exits 2 with the problem and the fix', async (t) => {
   t.regex(missing.stderr, /kubeconfig \/nonexistent\/kubeconfig does not exist/);
 });
 
-test.serial('an unchanged disk is never re-reported: the heartbeat renews the node\'s Lease instead', async (t) => {
+test.serial("an unchanged disk is never re-reported: the heartbeat renews the node's Lease instead", async (t) => {
   const cp = controlPlane();
   const node = 'node-heartbeat';
   await seedDisks(join(work, node), 1, 4096);
@@ -159,7 +162,11 @@ test.serial('an unchanged disk is never re-reported: the heartbeat renews the no
     const x = await client.get(name);
     return x.status?.node?.lastSeenTime ? x : undefined;
   });
-  const heartbeat = () => restFor(cp.admin()).request<{ spec: { renewTime?: string; holderIdentity?: string; leaseDurationSeconds?: number } }>('GET', `/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases/node-disks-agent-${node}`);
+  const heartbeat = () =>
+    restFor(cp.admin()).request<{ spec: { renewTime?: string; holderIdentity?: string; leaseDurationSeconds?: number } }>(
+      'GET',
+      `/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases/node-disks-agent-${node}`,
+    );
   const lease = await eventually('the heartbeat Lease', heartbeat);
   t.like(lease.spec, { holderIdentity: node, leaseDurationSeconds: 4 });
   // Rescans every 200 ms and a 1 s heartbeat: the Lease moves, the NodeDisk does not.
@@ -173,4 +180,3 @@ test.serial('an unchanged disk is never re-reported: the heartbeat renews the no
   t.regex(metrics, /^nodedisks_agent_status_writes_total\{cause="change"\} 1$/m);
   t.notRegex(metrics, /cause="heartbeat"/);
 });
-

@@ -75,7 +75,11 @@ test.serial('flag values complete with their own kind: --node nodes, -o formats,
 });
 
 test.serial('--context completes the contexts of the --kubeconfig given earlier, and names come from that context', async (t) => {
-  const admin = load(readFileSync(controlPlane().admin().kubeconfig, 'utf8')) as { clusters: { name: string; cluster: Record<string, unknown> }[]; users: unknown[]; contexts: { name: string; context: Record<string, string> }[] };
+  const admin = load(readFileSync(controlPlane().admin().kubeconfig, 'utf8')) as {
+    clusters: { name: string; cluster: Record<string, unknown> }[];
+    users: unknown[];
+    contexts: { name: string; context: Record<string, string> }[];
+  };
   const other = join(work, 'other-kubeconfig.yaml');
   writeFileSync(
     other,
@@ -114,7 +118,9 @@ _kubectl_nodedisks
 printf '%s\\n' "\${COMPREPLY[@]}"
 `;
   return new Promise((resolve, reject) =>
-    execFile('bash', ['-c', script], { env: { ...env(), HOME: work }, cwd: work, timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout.split('\n').filter(Boolean)))),
+    execFile('bash', ['-c', script], { env: { ...env(), HOME: work }, cwd: work, timeout: 60_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout.split('\n').filter(Boolean)),
+    ),
   );
 }
 

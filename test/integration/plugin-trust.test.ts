@@ -45,7 +45,10 @@ async function reported(node: string, disk: string, status: { phase: 'Available'
   const agent = nodeDisksFor(await cp.agent(node));
   const name = nodeDiskName(node, disk);
   await agent.create(newNodeDisk(node, disk), { fieldManager: FIELD_MANAGER.agent });
-  await agent.applyStatus({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name }, status: { node: { capacityBytes: 1024 * 1024, ...status } } }, { fieldManager: FIELD_MANAGER.agent, force: true });
+  await agent.applyStatus(
+    { apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name }, status: { node: { capacityBytes: 1024 * 1024, ...status } } },
+    { fieldManager: FIELD_MANAGER.agent, force: true },
+  );
   return name;
 }
 
@@ -104,7 +107,7 @@ test.serial('a status message with escape sequences reaches the terminal escaped
   }
 });
 
-test.serial('list . and other names kubectl refuses are refused with kubectl\'s words, not answered with every NodeDisk', async (t) => {
+test.serial("list . and other names kubectl refuses are refused with kubectl's words, not answered with every NodeDisk", async (t) => {
   await reported('node-t2', 'disk1', { phase: 'Available', lastSeenTime: seconds(new Date()) });
   for (const bad of ['.', '..', 'a%2Fb']) {
     const ours = await nd('list', bad);
@@ -114,7 +117,11 @@ test.serial('list . and other names kubectl refuses are refused with kubectl\'s 
     t.is(ours.stdout, '', `list ${bad} prints nothing`);
     t.is(ours.stderr, theirs.stderr, `list ${bad}`);
   }
-  for (const command of [['status', '.'], ['wait', '.', '--for=phase=Available', '--timeout=1s'], ['reserve', '..', '--owner', 'x']]) {
+  for (const command of [
+    ['status', '.'],
+    ['wait', '.', '--for=phase=Available', '--timeout=1s'],
+    ['reserve', '..', '--owner', 'x'],
+  ]) {
     const r = await nd(...command);
     t.is(r.code, 2, command.join(' '));
     t.regex(r.stderr, /^error: invalid resource name "\.\.?": \[may not be '\.\.?'\]\n$/, command.join(' '));
@@ -151,7 +158,10 @@ test.serial('a user who may not read the Leases is told AGENT is unknown and whi
   const denied = await asViola();
   t.is(denied.code, 0, denied.stderr);
   t.regex(denied.stdout, /\nnode-t4\s.*\sunknown\n$/);
-  t.regex(denied.stderr, /^AGENT is unknown: cannot read the agents' heartbeat Leases in namespace node-disks-system \(leases\.coordination\.k8s\.io is forbidden: User "viola" cannot list resource "leases".*\); ask your cluster admin for the nodedisks-heartbeat-viewer Role there \(kubectl create rolebinding -n node-disks-system .*--role=nodedisks-heartbeat-viewer/);
+  t.regex(
+    denied.stderr,
+    /^AGENT is unknown: cannot read the agents' heartbeat Leases in namespace node-disks-system \(leases\.coordination\.k8s\.io is forbidden: User "viola" cannot list resource "leases".*\); ask your cluster admin for the nodedisks-heartbeat-viewer Role there \(kubectl create rolebinding -n node-disks-system .*--role=nodedisks-heartbeat-viewer/,
+  );
   await cp.kubectl(cp.admin(), ['create', 'rolebinding', '-n', DEFAULT_SYSTEM_NAMESPACE, 'trust-viola-heartbeats', '--role=nodedisks-heartbeat-viewer', '--user=viola']);
   const allowed = await asViola();
   t.is(allowed.code, 0, allowed.stderr);
@@ -184,14 +194,17 @@ function script(path: string, token: string, marker: string): void {
   chmodSync(path, 0o755);
 }
 
-test.serial('a relative exec command is run from the kubeconfig\'s directory, never from the current one, as kubectl runs it', async (t) => {
+test.serial("a relative exec command is run from the kubeconfig's directory, never from the current one, as kubectl runs it", async (t) => {
   const token = controlPlane().admin().token;
   const home = newDir('kubeconfig-home');
   const cwd = newDir('somewhere-else');
   const kubeconfig = execKubeconfig(home, 'bin/get-token');
   script(join(home, 'bin', 'get-token'), token, join(home, 'ran'));
   script(join(cwd, 'bin', 'get-token'), 'planted', join(cwd, 'ran'));
-  for (const [who, args] of [['kubectl', ['get', 'nodedisks', '-o', 'name']], ['plugin', ['nodedisks', 'list', '-o', 'name']]] as const) {
+  for (const [who, args] of [
+    ['kubectl', ['get', 'nodedisks', '-o', 'name']],
+    ['plugin', ['nodedisks', 'list', '-o', 'name']],
+  ] as const) {
     const r = await kubectl([...args], { cwd, env: { KUBECONFIG: kubeconfig } });
     t.is(r.code, 0, `${who}: ${r.stderr}`);
     t.true(existsSync(join(home, 'ran')), `${who} ran the kubeconfig's bin/get-token`);
@@ -209,11 +222,20 @@ test.serial('a bare exec command is looked up in PATH, and one found through a r
   script(join(cwd, 'nd-get-token'), 'planted', join(cwd, 'ran'));
   script(join(onPath, 'nd-get-token'), token, join(onPath, 'ran'));
   const path = (first: string) => `${first}:${BIN}:${process.env.PATH}`;
-  for (const [who, args] of [['kubectl', ['get', 'nodedisks', '-o', 'name']], ['plugin', ['nodedisks', 'list', '-o', 'name']]] as const) {
+  for (const [who, args] of [
+    ['kubectl', ['get', 'nodedisks', '-o', 'name']],
+    ['plugin', ['nodedisks', 'list', '-o', 'name']],
+  ] as const) {
     const dot = await kubectl([...args], { cwd, env: { KUBECONFIG: kubeconfig, PATH: path('.') } });
     t.not(dot.code, 0, `${who} with . first in PATH`);
     // client-go says it found none; the plugin says why it ran none.
-    t.regex(dot.stderr, who === 'kubectl' ? /exec: executable nd-get-token not found/ : /^error: exec credential plugin nd-get-token: cannot run executable found relative to current directory \(nd-get-token, through PATH entry "\."\); give exec\.command as an absolute path/, who);
+    t.regex(
+      dot.stderr,
+      who === 'kubectl'
+        ? /exec: executable nd-get-token not found/
+        : /^error: exec credential plugin nd-get-token: cannot run executable found relative to current directory \(nd-get-token, through PATH entry "\."\); give exec\.command as an absolute path/,
+      who,
+    );
     t.false(existsSync(join(cwd, 'ran')), `${who} ran nothing from the current directory`);
     const found = await kubectl([...args], { cwd, env: { KUBECONFIG: kubeconfig, PATH: path(onPath) } });
     t.is(found.code, 0, `${who}: ${found.stderr}`);

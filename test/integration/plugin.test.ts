@@ -73,7 +73,10 @@ test.serial('list prints kubectl tables, selections and the other formats', asyn
   t.regex(wide.stdout, /node-disk-node-p1-disk1\s+node-p1\s+disk1\s+Available\s+Available\s+67108864\s+True\s+\d+s/);
   t.is(wide.stdout.trim().split('\n').length, 4);
   const names = await nd('list', '-l', 'localtest.example.com/node=node-p2', '-o', 'name', '--chunk-size', '1');
-  t.deepEqual(names.stdout.trim().split('\n'), [1, 2, 3].map((i) => `nodedisk.localtest.example.com/node-disk-node-p2-disk${i}`));
+  t.deepEqual(
+    names.stdout.trim().split('\n'),
+    [1, 2, 3].map((i) => `nodedisk.localtest.example.com/node-disk-node-p2-disk${i}`),
+  );
   const jp = await nd('list', '--node', 'node-p1', '-o', 'jsonpath={range .items[*]}{.spec.diskID}={.status.node.capacityBytes}{"\\n"}{end}');
   t.is(jp.stdout, 'disk1=67108864\ndisk2=67108864\ndisk3=67108864\n');
   // One name: the object itself, as kubectl prints it.
@@ -156,7 +159,10 @@ test.serial('dry runs change nothing; the server validates; -o yaml prints the e
   const client = await nd('reserve', n, '--owner', 'dave', '--dry-run=client', '-o', 'yaml');
   t.is(client.code, 0, client.stderr);
   // The precondition is part of what is sent: the write fails if the disk changed since it was read.
-  t.is(client.stdout, `apiVersion: localtest.example.com/v1alpha1\nkind: NodeDisk\nmetadata:\n  name: ${n}\n  resourceVersion: '${before}'\nspec:\n  desired:\n    state: Reserved\n    owner: dave\n`);
+  t.is(
+    client.stdout,
+    `apiVersion: localtest.example.com/v1alpha1\nkind: NodeDisk\nmetadata:\n  name: ${n}\n  resourceVersion: '${before}'\nspec:\n  desired:\n    state: Reserved\n    owner: dave\n`,
+  );
   const server = await nd('reserve', n, '--owner', 'dave', '--dry-run=server');
   t.is(server.code, 0, server.stderr);
   t.regex(server.stdout, /reserved for dave \(dry run: server\)/);
@@ -256,7 +262,10 @@ test.serial('failures name the cause, with distinct exit codes', async (t) => {
 test.serial('kubectl completes the plugin through kubectl_complete-nodedisks', async (t) => {
   const c = await kubectl(['__complete', 'nodedisks', 're']);
   t.is(c.code, 0, c.stderr);
-  t.deepEqual(c.stdout.split('\n').filter((l) => l && !l.startsWith(':')), ['reserve', 'release']);
+  t.deepEqual(
+    c.stdout.split('\n').filter((l) => l && !l.startsWith(':')),
+    ['reserve', 'release'],
+  );
   const names = await kubectl(['__complete', 'nodedisks', 'status', 'node-disk-node-p2']);
   t.true(names.stdout.includes('node-disk-node-p2-disk1'), names.stdout);
   const script = await nd('completion', 'bash');

@@ -33,7 +33,10 @@ test('the install lives in storage-team only, and the identities are its Service
   const sas = await cp.kubectl(cp.admin(), ['get', 'serviceaccounts', '-n', NAMESPACE, '-o', 'name']);
   t.regex(sas, /serviceaccount\/node-disks-agent\n/);
   t.regex(sas, /serviceaccount\/node-disks-operator\n/);
-  const none = await cp.kubectl(cp.admin(), ['get', 'namespace', 'node-disks-system']).then(() => undefined, (err: unknown) => err);
+  const none = await cp.kubectl(cp.admin(), ['get', 'namespace', 'node-disks-system']).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   t.true(none instanceof KubectlError && /not found/.test(none.stderr), 'no node-disks-system namespace');
   const who = await cp.kubectl(await cp.agent('ns-node-who'), ['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);
   t.is(who, `system:serviceaccount:${NAMESPACE}:node-disks-agent`);
@@ -97,7 +100,10 @@ test('the controller writes its own fields, and is refused on a reservation of a
   const manual = newNodeDisk('ns-node-c', 'disk2');
   await agent.create(manual, { fieldManager: FIELD_MANAGER.agent });
   await nodeDisksFor(cp.admin()).apply({ ...meta(manual.metadata.name!), spec: { desired: { state: 'Reserved', owner: 'team-db' } } }, { fieldManager: FIELD_MANAGER.plugin, force: true });
-  const release = await denied(t, controller.apply({ ...meta(manual.metadata.name!), spec: { desired: { state: 'Available', owner: '' } } }, { fieldManager: FIELD_MANAGER.controller, force: true }));
+  const release = await denied(
+    t,
+    controller.apply({ ...meta(manual.metadata.name!), spec: { desired: { state: 'Available', owner: '' } } }, { fieldManager: FIELD_MANAGER.controller, force: true }),
+  );
   t.regex(release.message, /the controller may move spec\.desired only between Available and Reserved for owner auto/);
   t.is((await nodeDisksFor(cp.admin()).get(manual.metadata.name!)).spec.desired?.owner, 'team-db');
 });

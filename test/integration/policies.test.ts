@@ -17,7 +17,10 @@ const meta = (name: string) => ({ apiVersion: API_VERSION, kind: KIND, metadata:
 test.serial.before(async () => {
   const cp = controlPlane();
   // People: bound to the viewer and editor roles; tests act as them through impersonation.
-  for (const [user, role] of [['vera', 'nodedisks-viewer'], ['eddie', 'nodedisks-editor']] as const) {
+  for (const [user, role] of [
+    ['vera', 'nodedisks-viewer'],
+    ['eddie', 'nodedisks-editor'],
+  ] as const) {
     await cp.kubectl(cp.admin(), ['create', 'clusterrolebinding', `${user}-${role}`, `--clusterrole=${role}`, `--user=${user}`]);
   }
 });
@@ -166,7 +169,10 @@ test('the controller writes spec.desired and status.controller, never status.nod
 
   const node = await denied(t, controller.applyStatus({ ...meta(name), status: { node: { phase: 'Reserved' } } }, { fieldManager: FIELD_MANAGER.controller, force: true }));
   t.regex(node.message, /the controller may not change status\.node; only the node agent reports what is on disk/);
-  const labels = await denied(t, controller.apply({ ...meta(name), metadata: { name, labels: { 'localtest.example.com/auto-reserve': 'false' } } }, { fieldManager: FIELD_MANAGER.controller, force: true }));
+  const labels = await denied(
+    t,
+    controller.apply({ ...meta(name), metadata: { name, labels: { 'localtest.example.com/auto-reserve': 'false' } } }, { fieldManager: FIELD_MANAGER.controller, force: true }),
+  );
   t.regex(labels.message, /the controller may not change labels/);
   const create = await denied(t, controller.create(newNodeDisk('node-f', 'disk2'), { fieldManager: FIELD_MANAGER.controller }));
   t.is(create.statusCode, 403, 'RBAC: the controller has no create');
@@ -188,7 +194,10 @@ test("the controller's token cannot release or re-own a reservation of another o
   // Forced, and taking spec.desired.owner over too (the person's field manager owns it).
   const release = await denied(t, controller.apply({ ...meta(name), spec: { desired: { state: 'Available', owner: '' } } }, asController));
   t.is(release.statusCode, 403);
-  t.regex(release.message, /ValidatingAdmissionPolicy 'nodedisks-controller\.localtest\.example\.com'.*the controller may move spec\.desired only between Available and Reserved for owner auto \(the label policy\), not from Reserved for owner team-db to Available: a reservation of another owner is released or handed over by people only/);
+  t.regex(
+    release.message,
+    /ValidatingAdmissionPolicy 'nodedisks-controller\.localtest\.example\.com'.*the controller may move spec\.desired only between Available and Reserved for owner auto \(the label policy\), not from Reserved for owner team-db to Available: a reservation of another owner is released or handed over by people only/,
+  );
   const releaseByPatch = await denied(t, controller.mergePatch(name, { spec: { desired: { state: 'Available', owner: null } } }, { fieldManager: FIELD_MANAGER.controller }));
   t.regex(releaseByPatch.message, /not from Reserved for owner team-db to Available/);
   const reown = await denied(t, controller.apply({ ...meta(name), spec: { desired: { state: 'Reserved', owner: 'auto' } } }, asController));
@@ -200,7 +209,10 @@ test("the controller's token cannot release or re-own a reservation of another o
   const annotate = await denied(t, controller.mergePatch(name, { metadata: { annotations: { 'example.com/x': 'y' } } }, { fieldManager: FIELD_MANAGER.controller }));
   t.regex(annotate.message, /the controller may not change annotations/);
   const { uid } = await cp.ensureNode('node-own');
-  const owned = await denied(t, controller.mergePatch(name, { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: 'node-own', uid }] } }, { fieldManager: FIELD_MANAGER.controller }));
+  const owned = await denied(
+    t,
+    controller.mergePatch(name, { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: 'node-own', uid }] } }, { fieldManager: FIELD_MANAGER.controller }),
+  );
   t.regex(owned.message, /the controller may not change ownerReferences/);
   const after = await admin.get(name);
   t.deepEqual(after.spec.desired, { state: 'Reserved', owner: 'team-db' });
@@ -208,8 +220,18 @@ test("the controller's token cannot release or re-own a reservation of another o
   t.is(after.metadata.annotations, undefined);
 
   // Its own part of status on that disk stays its own: Accepted says why the label had no effect.
-  const accepted = { type: 'Accepted', status: 'False', reason: 'ReservedByOther', message: 'reserved by team-db', lastTransitionTime: '2026-01-02T03:04:05Z', observedGeneration: after.metadata.generation } as const;
-  const st = await controller.applyStatus({ ...meta(name), status: { observedGeneration: after.metadata.generation, conditions: [accepted], controller: { accepted: false, observedGeneration: after.metadata.generation } } }, { fieldManager: FIELD_MANAGER.controller });
+  const accepted = {
+    type: 'Accepted',
+    status: 'False',
+    reason: 'ReservedByOther',
+    message: 'reserved by team-db',
+    lastTransitionTime: '2026-01-02T03:04:05Z',
+    observedGeneration: after.metadata.generation,
+  } as const;
+  const st = await controller.applyStatus(
+    { ...meta(name), status: { observedGeneration: after.metadata.generation, conditions: [accepted], controller: { accepted: false, observedGeneration: after.metadata.generation } } },
+    { fieldManager: FIELD_MANAGER.controller },
+  );
   t.is(st.status?.conditions?.[0]?.reason, 'ReservedByOther');
 
   // On a free disk: it reserves for owner auto as the label asks, and releases that when the label goes;
@@ -290,7 +312,7 @@ const heartbeat = (node: string, holder = node): Lease & { apiVersion: string; k
   spec: { holderIdentity: holder, leaseDurationSeconds: 240, renewTime: new Date().toISOString().replace(/Z$/, '000Z') },
 });
 
-test('the agent of node A creates and renews its own heartbeat Lease, and neither creates nor renews node B\'s', async (t) => {
+test("the agent of node A creates and renews its own heartbeat Lease, and neither creates nor renews node B's", async (t) => {
   const cp = controlPlane();
   const agentA = restFor(await cp.agent('node-hb-a'));
   const agentB = restFor(await cp.agent('node-hb-b'));
@@ -301,17 +323,20 @@ test('the agent of node A creates and renews its own heartbeat Lease, and neithe
   const b = await agentB.request<Lease>('POST', LEASES, { body: heartbeat('node-hb-b') });
   const renewB = await denied(t, agentA.request('PUT', `${LEASES}/${b.metadata.name}`, { body: { ...heartbeat('node-hb-b'), metadata: b.metadata } }));
   t.is(renewB.statusCode, 403);
-  t.regex(renewB.message, /ValidatingAdmissionPolicy 'nodedisks-agent-heartbeat\.localtest\.example\.com'.*the agent of node node-hb-a may renew only its own heartbeat Lease node-disks-agent-node-hb-a/);
+  t.regex(
+    renewB.message,
+    /ValidatingAdmissionPolicy 'nodedisks-agent-heartbeat\.localtest\.example\.com'.*the agent of node node-hb-a may renew only its own heartbeat Lease node-disks-agent-node-hb-a/,
+  );
   const takeB = await denied(t, agentA.request('PUT', `${LEASES}/${b.metadata.name}`, { body: { ...heartbeat('node-hb-b', 'node-hb-a'), metadata: b.metadata } }));
   t.regex(takeB.message, /may renew only its own heartbeat Lease/);
   const createC = await denied(t, agentA.request('POST', LEASES, { body: heartbeat('node-hb-c') }));
   t.regex(createC.message, /may renew only its own heartbeat Lease/);
   const leader = await denied(t, agentA.request('POST', LEASES, { body: { ...heartbeat('node-hb-a'), metadata: { name: 'node-disks-operator.localtest.example.com' } } }));
   t.regex(leader.message, /may renew only its own heartbeat Lease/);
-  t.is((await restFor(cp.admin()).request<Lease>('GET', `${LEASES}/${b.metadata.name}`)).spec.holderIdentity, 'node-hb-b', 'node B\'s Lease is untouched');
+  t.is((await restFor(cp.admin()).request<Lease>('GET', `${LEASES}/${b.metadata.name}`)).spec.holderIdentity, 'node-hb-b', "node B's Lease is untouched");
 });
 
-test('the controller may list the agents\' heartbeat Leases', async (t) => {
+test("the controller may list the agents' heartbeat Leases", async (t) => {
   const cp = controlPlane();
   await restFor(await cp.agent('node-hb-d')).request<Lease>('POST', LEASES, { body: heartbeat('node-hb-d') });
   const list = await restFor(await cp.controller()).request<{ items: Lease[] }>('GET', LEASES);
@@ -320,8 +345,11 @@ test('the controller may list the agents\' heartbeat Leases', async (t) => {
 
 function plugin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('kubectl', ['nodedisks', ...args], { env: { ...process.env, PATH: `${join(REPO_ROOT, 'dist', 'bin')}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig } }, (err, stdout, stderr) =>
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    execFile(
+      'kubectl',
+      ['nodedisks', ...args],
+      { env: { ...process.env, PATH: `${join(REPO_ROOT, 'dist', 'bin')}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig } },
+      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
     );
   });
 }

@@ -70,8 +70,21 @@ test.serial.before(async () => {
   apiPort = Number(new URL(controlPlane().server).port);
   const hosts = { [HIDDEN]: '127.0.0.1' };
   await promisify(execFile)('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=nodedisks test proxy',
-    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(work, 'proxy.key'), '-out', join(work, 'proxy.crt'),
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=nodedisks test proxy',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+    '-keyout',
+    join(work, 'proxy.key'),
+    '-out',
+    join(work, 'proxy.crt'),
   ]);
   proxyCa = join(work, 'proxy.crt');
   connectProxy = await startConnectProxy({ hosts });
@@ -79,7 +92,9 @@ test.serial.before(async () => {
   socksProxy = await startSocks5Proxy({ hosts });
   // NO_PROXY by address needs an address that is not loopback (kubectl never proxies loopback): this
   // machine's own, forwarded to the API server.
-  const own = Object.values(networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal);
+  const own = Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i && i.family === 'IPv4' && !i.internal);
   if (!own) throw new Error('this test needs a non-loopback IPv4 address on the machine');
   forwarder = await startForwarder(own.address, { host: '127.0.0.1', port: apiPort });
 });
@@ -99,7 +114,10 @@ for (const scheme of ['http', 'https', 'socks5'] as const) {
     t.is(ours.result.code, 0, ours.result.stderr);
     t.is(ours.result.stderr, 'No resources found\n');
     t.true(ours.tunnels.length >= 1, 'the plugin opened a tunnel through the proxy');
-    t.true(ours.tunnels.every((target) => target === `${HIDDEN}:${apiPort}`), ours.tunnels.join(', '));
+    t.true(
+      ours.tunnels.every((target) => target === `${HIDDEN}:${apiPort}`),
+      ours.tunnels.join(', '),
+    );
     const theirs = await through(proxy, () => kubectlGet(env));
     t.is(theirs.result.code, 0, theirs.result.stderr);
     t.is(theirs.result.stderr, ours.result.stderr, 'kubectl answers the same through the same proxy');
@@ -127,7 +145,12 @@ test.serial('the agent and controller REST client goes through proxy-url, and th
 
 test.serial('HTTPS_PROXY and https_proxy are used, NO_PROXY bypasses by domain, host:port, CIDR, IP and *, as in kubectl', async (t) => {
   const hidden = await kubeconfig({ server: `https://${HIDDEN}:${apiPort}`, 'tls-server-name': SAN });
-  const cases: Record<string, string>[] = [{ HTTPS_PROXY: connectProxy.url }, { https_proxy: connectProxy.url }, { HTTPS_PROXY: connectProxy.url, NO_PROXY: `${HIDDEN}:1` }, { HTTPS_PROXY: socksProxy.url }];
+  const cases: Record<string, string>[] = [
+    { HTTPS_PROXY: connectProxy.url },
+    { https_proxy: connectProxy.url },
+    { HTTPS_PROXY: connectProxy.url, NO_PROXY: `${HIDDEN}:1` },
+    { HTTPS_PROXY: socksProxy.url },
+  ];
   for (const vars of cases) {
     const proxy = vars.HTTPS_PROXY === socksProxy.url ? socksProxy : connectProxy;
     const env = envWith(hidden, vars);
@@ -153,8 +176,18 @@ test.serial('HTTPS_PROXY and https_proxy are used, NO_PROXY bypasses by domain, 
   // By address: this machine's own address, forwarded to the API server.
   const own = new URL(forwarder.url('https'));
   const byAddress = await kubeconfig({ server: forwarder.url('https'), 'tls-server-name': SAN });
-  for (const [noProxy, proxied] of [['', true], [`${own.hostname}/24`, false], [own.hostname, false], [`${own.hostname}:${own.port}`, false], [`${own.hostname}:1`, true], ['10.0.0.0/8', true]] as const) {
-    for (const [who, run] of [['plugin', plugin], ['kubectl', kubectlGet]] as const) {
+  for (const [noProxy, proxied] of [
+    ['', true],
+    [`${own.hostname}/24`, false],
+    [own.hostname, false],
+    [`${own.hostname}:${own.port}`, false],
+    [`${own.hostname}:1`, true],
+    ['10.0.0.0/8', true],
+  ] as const) {
+    for (const [who, run] of [
+      ['plugin', plugin],
+      ['kubectl', kubectlGet],
+    ] as const) {
       const env = envWith(byAddress, { HTTPS_PROXY: connectProxy.url, ...(noProxy ? { NO_PROXY: noProxy } : {}) });
       const direct = forwarder.connections();
       const r = await through(connectProxy, () => run(env));
@@ -170,7 +203,7 @@ test.serial('HTTPS_PROXY and https_proxy are used, NO_PROXY bypasses by domain, 
   t.deepEqual(direct.tunnels, []);
 });
 
-test.serial("proxy-url wins over HTTPS_PROXY, and NO_PROXY does not apply to it, as in kubectl", async (t) => {
+test.serial('proxy-url wins over HTTPS_PROXY, and NO_PROXY does not apply to it, as in kubectl', async (t) => {
   const cfg = await kubeconfig({ server: `https://${HIDDEN}:${apiPort}`, 'tls-server-name': SAN, 'proxy-url': socksProxy.url });
   const env = envWith(cfg, { HTTPS_PROXY: connectProxy.url, NO_PROXY: '*' });
   for (const run of [plugin, kubectlGet]) {

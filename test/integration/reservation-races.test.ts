@@ -61,8 +61,7 @@ const failedReconciles = () => metric(/^nodedisks_controller_reconcile_total\{re
 /** Writes refused as stale (409) and decided again from a fresh read: the races the trials provoked. */
 const staleWrites = () => metric(/^nodedisks_controller_stale_writes_total (\d+)$/m);
 
-const label = (name: string, value: string | null) =>
-  admin().mergePatch(name, { metadata: { labels: { [LABEL_AUTO_RESERVE]: value } } }, { fieldManager: 'kubectl-label' });
+const label = (name: string, value: string | null) => admin().mergePatch(name, { metadata: { labels: { [LABEL_AUTO_RESERVE]: value } } }, { fieldManager: 'kubectl-label' });
 
 /** A person's reservation, as `kubectl patch` (even trials) or as the plugin's forced apply (odd trials) writes it. */
 function reserveManually(name: string, trial: number): Promise<NodeDisk> {
@@ -130,7 +129,10 @@ test.serial('a manual reservation written right after the auto-reserve label is 
   }
   const overwrites = outcomes.filter((o) => o.overwritten);
   t.log(`label, then a manual reservation: ${outcomes.length} trials, ${overwrites.length} overwrites, ${(await staleWrites()) - staleBefore} stale writes refused and decided again`);
-  t.deepEqual(overwrites.map((o) => o.detail), []);
+  t.deepEqual(
+    overwrites.map((o) => o.detail),
+    [],
+  );
   t.deepEqual(outcomes.map((o) => o.detail).filter(Boolean), [], 'Accepted=False ReservedByOther after every kept reservation');
 });
 
@@ -162,10 +164,19 @@ test.serial('a manual reservation written right after the auto-reserve label is 
   }
   const overwrites = outcomes.filter((o) => o.overwritten);
   const refused = (await failedReconciles()) - failedBefore;
-  t.log(`unlabel, then a manual reservation: ${outcomes.length} trials, ${overwrites.length} overwrites, ${refused} failed reconciles, ${(await staleWrites()) - staleBefore} stale writes refused and decided again`);
-  t.deepEqual(overwrites.map((o) => o.detail), []);
+  t.log(
+    `unlabel, then a manual reservation: ${outcomes.length} trials, ${overwrites.length} overwrites, ${refused} failed reconciles, ${(await staleWrites()) - staleBefore} stale writes refused and decided again`,
+  );
+  t.deepEqual(
+    overwrites.map((o) => o.detail),
+    [],
+  );
   // Not even tried: a release decided from a stale version would be refused (its {Available, owner team-db}
   // breaks the CRD's rule), which is luck, not design; the controller must not send it at all.
-  const failures = controller.logs().split('\n').filter((l) => l.includes('reconcile failed')).slice(0, 3);
+  const failures = controller
+    .logs()
+    .split('\n')
+    .filter((l) => l.includes('reconcile failed'))
+    .slice(0, 3);
   t.is(refused, 0, `failed reconciles, first ones:\n${failures.join('\n')}`);
 });

@@ -30,10 +30,14 @@ const kubectl = (...args: string[]) => controlPlane().kubectl(controlPlane().adm
 const marker = (disk: string) => join(diskDir(), `${disk}.img.reserved`);
 
 async function until(disk: string, what: string, check: (nd: NodeDisk) => boolean, timeoutMs = 30_000): Promise<NodeDisk> {
-  return await eventually(`${disk}: ${what}`, async () => {
-    const nd = await get(disk);
-    return check(nd) ? nd : undefined;
-  }, timeoutMs);
+  return await eventually(
+    `${disk}: ${what}`,
+    async () => {
+      const nd = await get(disk);
+      return check(nd) ? nd : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 function plugin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -116,10 +120,7 @@ for (const [what, disk, reserve, release, owner] of [
     const after = await get(disk);
     t.true(reservedAndHeld(owner)(after), JSON.stringify({ desired: after.spec.desired, node: after.status?.node }));
     t.deepEqual(after.metadata.finalizers, [FINALIZER]);
-    t.regex(
-      await kubectl('get', 'nodedisk', nameOf(disk), '-o', 'jsonpath={.spec.desired.state} {.spec.desired.owner} {.status.node.phase}'),
-      new RegExp(`^Reserved ${owner} Reserved$`),
-    );
+    t.regex(await kubectl('get', 'nodedisk', nameOf(disk), '-o', 'jsonpath={.spec.desired.state} {.spec.desired.owner} {.status.node.phase}'), new RegExp(`^Reserved ${owner} Reserved$`));
 
     // The release finishes the deletion: marker removed, finalizer removed, object gone, rediscovered Available.
     await release();
@@ -162,10 +163,14 @@ test.serial('deleting the CRD is held by reserved NodeDisks; forced through and 
 
   await kubectl('delete', 'crd', 'nodedisks.localtest.example.com', '--wait=false');
   // Unreserved NodeDisks go; the reserved ones stay Terminating, and so does the CRD.
-  const left = await eventually('only the reserved NodeDisks left', async () => {
-    const names = (await client().list()).items.map((i) => i.metadata.name).sort();
-    return names.length === 2 ? names : undefined;
-  }, 60_000);
+  const left = await eventually(
+    'only the reserved NodeDisks left',
+    async () => {
+      const names = (await client().list()).items.map((i) => i.metadata.name).sort();
+      return names.length === 2 ? names : undefined;
+    },
+    60_000,
+  );
   t.deepEqual(left, [nameOf('disk4'), nameOf('disk5')]);
   const crd = JSON.parse(await kubectl('get', 'crd', 'nodedisks.localtest.example.com', '-o', 'json')) as { metadata: { deletionTimestamp?: string } };
   t.truthy(crd.metadata.deletionTimestamp, 'the CRD waits for the reservations');
@@ -173,14 +178,18 @@ test.serial('deleting the CRD is held by reserved NodeDisks; forced through and 
 
   // An administrator forces the uninstall: the markers stay on the node, the CRD goes.
   for (const d of ['disk4', 'disk5']) await kubectl('patch', 'nodedisk', nameOf(d), '--type=json', '-p', '[{"op":"remove","path":"/metadata/finalizers"}]');
-  await eventually('CRD gone', async () => {
-    try {
-      await kubectl('get', 'crd', 'nodedisks.localtest.example.com');
-      return false;
-    } catch {
-      return true;
-    }
-  }, 60_000);
+  await eventually(
+    'CRD gone',
+    async () => {
+      try {
+        await kubectl('get', 'crd', 'nodedisks.localtest.example.com');
+        return false;
+      } catch {
+        return true;
+      }
+    },
+    60_000,
+  );
   for (const d of ['disk4', 'disk5']) t.true(existsSync(marker(d)), `${d} marker kept while no CRD exists`);
 
   // Reinstalled: the agent finds the markers and restores both reservations; free disks come back Available.

@@ -40,7 +40,11 @@ test.serial.before(() => {
 
 test.serial('concurrent reserves of one node each get a different disk; when none is left the refusal says so', async (t) => {
   const node = 'node-race';
-  await agentReports(node, { disk1: { phase: 'Available', capacityBytes: 1 << 26 }, disk2: { phase: 'Available', capacityBytes: 1 << 26 }, disk3: { phase: 'Available', capacityBytes: 1 << 26 } });
+  await agentReports(node, {
+    disk1: { phase: 'Available', capacityBytes: 1 << 26 },
+    disk2: { phase: 'Available', capacityBytes: 1 << 26 },
+    disk3: { phase: 'Available', capacityBytes: 1 << 26 },
+  });
   const owners = ['team-a', 'team-b', 'team-c'];
   const results = await Promise.all(owners.map((o) => nd('reserve', '--node', node, '--owner', o)));
   for (const [i, r] of results.entries()) t.is(r.code, 0, `${owners[i]}: ${r.stderr}`);
@@ -72,10 +76,7 @@ test.serial('a 0-byte image or a failed disk is never offered; the refusal says 
 
   const second = await nd('reserve', '--node', node, '--owner', 'team-web');
   t.is(second.code, 5, second.stderr);
-  t.is(
-    second.stderr,
-    'error: node node-empty has no free disk: disk1 is an empty (0-byte) image, disk2 is in phase Error (disk2.img is empty (0 bytes)), disk3 is reserved by team-db\n',
-  );
+  t.is(second.stderr, 'error: node node-empty has no free disk: disk1 is an empty (0-byte) image, disk2 is in phase Error (disk2.img is empty (0 bytes)), disk3 is reserved by team-db\n');
   const desired = await desiredOf(node);
   t.is(desired.get('disk1')?.state ?? 'Available', 'Available');
   t.is(desired.get('disk2')?.state ?? 'Available', 'Available');

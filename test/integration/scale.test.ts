@@ -35,8 +35,7 @@ test.after.always(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-const readyTrue = (nd: { status?: { conditions?: { type: string; status: string }[] } }) =>
-  nd.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+const readyTrue = (nd: { status?: { conditions?: { type: string; status: string }[] } }) => nd.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 
 test.serial('the controller writes the status of a new disk once, after the agent has reported it', async (t) => {
   const cp = controlPlane();
@@ -48,10 +47,14 @@ test.serial('the controller writes the status of a new disk once, after the agen
   started.push(controller);
   started.push(await startAgent(cp, { node, diskDir, logDir: join(work, 'logs') }));
   const names = new Set(Array.from({ length: DISKS }, (_, i) => nodeDiskName(node, `disk${i + 1}`)));
-  await eventually(`${DISKS} disks Ready`, async () => {
-    const items = (await client().list({ fieldSelector: `spec.nodeName=${node}` })).items;
-    return items.length === DISKS && items.every(readyTrue);
-  }, 120_000);
+  await eventually(
+    `${DISKS} disks Ready`,
+    async () => {
+      const items = (await client().list({ fieldSelector: `spec.nodeName=${node}` })).items;
+      return items.length === DISKS && items.every(readyTrue);
+    },
+    120_000,
+  );
   // Let anything late arrive (a second write would follow the first within the controller's queue pass).
   await new Promise((r) => setTimeout(r, 2000));
   const writes = (await cp.auditedWrites()).filter(
@@ -60,7 +63,10 @@ test.serial('the controller writes the status of a new disk once, after the agen
   t.log(`${writes.length} controller status writes for ${DISKS} new disks`);
   // At least one each (Ready True is the controller's write), so a filter that matches nothing fails here.
   t.true(writes.length >= DISKS && writes.length <= DISKS + 2, `${writes.length} controller status writes for ${DISKS} new disks; expected one each`);
-  t.true(writes.every((w) => w.responseStatus?.code === 200), 'none refused');
+  t.true(
+    writes.every((w) => w.responseStatus?.code === 200),
+    'none refused',
+  );
   await Promise.all(started.map((p) => p.stop())); // the later tests' disks are not theirs
 });
 
@@ -99,9 +105,11 @@ test.serial('completion offers the names of the last node of 1,200 NodeDisks, by
   const NODES = 24;
   const PER_NODE = 50;
   const todo = Array.from({ length: NODES * PER_NODE }, (_, i) => newNodeDisk(`cnode-${String(Math.floor(i / PER_NODE)).padStart(2, '0')}`, `disk${i % PER_NODE}`));
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    for (let nd = todo.shift(); nd; nd = todo.shift()) await client().create(nd, { fieldManager: FIELD_MANAGER.agent });
-  }));
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      for (let nd = todo.shift(); nd; nd = todo.shift()) await client().create(nd, { fieldManager: FIELD_MANAGER.agent });
+    }),
+  );
   const last = `cnode-${NODES - 1}`;
   const expected = Array.from({ length: PER_NODE }, (_, i) => nodeDiskName(last, `disk${i}`)).sort();
   const complete = async (...words: string[]) => {
@@ -114,7 +122,10 @@ test.serial('completion offers the names of the last node of 1,200 NodeDisks, by
     return lines.slice(0, -1).sort();
   };
   t.deepEqual(await complete('status', '--node', last, ''), expected);
-  t.deepEqual(await complete('reserve', `--node=${last}`, nodeDiskName(last, 'disk1')), expected.filter((n) => n.startsWith(nodeDiskName(last, 'disk1'))));
+  t.deepEqual(
+    await complete('reserve', `--node=${last}`, nodeDiskName(last, 'disk1')),
+    expected.filter((n) => n.startsWith(nodeDiskName(last, 'disk1'))),
+  );
   t.deepEqual(await complete('status', `node-disk-${last}-`), expected, 'a typed prefix is matched past the first page');
 });
 

@@ -29,10 +29,7 @@ const kubectl = (args: string[]) => execResult(controlPlane().binaries.kubectl, 
 
 /** The same wait through both: kubectl takes nodedisk/<name> (or the resource, for -l/--all). */
 async function both(names: string[], flags: string[]): Promise<{ kc: ExecResult; nd: ExecResult }> {
-  const [kc, nd] = await Promise.all([
-    kubectl(['wait', ...(names.length ? names.map((n) => `nodedisk/${n}`) : ['nodedisk']), ...flags]),
-    plugin(['wait', ...names, ...flags]),
-  ]);
+  const [kc, nd] = await Promise.all([kubectl(['wait', ...(names.length ? names.map((n) => `nodedisk/${n}`) : ['nodedisk']), ...flags]), plugin(['wait', ...names, ...flags])]);
   return { kc, nd };
 }
 
@@ -42,13 +39,21 @@ function condition(type: string, status: Condition['status'], generation: number
 
 async function report(name: string, generation: number, ready: Condition['status'], phase: 'Available' | 'Reserved', observed = generation): Promise<void> {
   await admin().applyStatus(
-    { ...meta(name), status: { node: { phase, capacityBytes: 67108864 }, observedGeneration: observed, conditions: [condition('Accepted', 'True', observed), condition('Ready', ready, observed)] } },
+    {
+      ...meta(name),
+      status: { node: { phase, capacityBytes: 67108864 }, observedGeneration: observed, conditions: [condition('Accepted', 'True', observed), condition('Ready', ready, observed)] },
+    },
     { fieldManager: 'wait-parity', force: true },
   );
 }
 
 test.serial.before(async () => {
-  for (const [node, disk] of [['node-a', 'disk1'], ['node-a', 'disk2'], ['node-b', 'disk1'], ['node-b', 'disk2']] as const) {
+  for (const [node, disk] of [
+    ['node-a', 'disk1'],
+    ['node-a', 'disk2'],
+    ['node-b', 'disk1'],
+    ['node-b', 'disk2'],
+  ] as const) {
     await admin().create(newNodeDisk(node, disk), { fieldManager: 'wait-parity' });
   }
   const reserved = await admin().apply({ ...meta(READY), spec: { desired: { state: 'Reserved', owner: 'alice' } } }, { fieldManager: 'wait-parity', force: true });
@@ -73,7 +78,13 @@ const CASES: [title: string, names: string[], flags: string[], stdout: string, o
   ['jsonpath existence of an object', [READY], ['--for=jsonpath={.status.node}'], met(READY), true],
   ['several names print in the order given', [PROGRESSING, READY], ['--for=jsonpath={.spec.nodeName}=node-a'], met(PROGRESSING, READY), true],
   ['--all prints in list order', [], ['--all', '--for=jsonpath={.metadata.name}'], met(READY, PROGRESSING, STALE, BARE), true],
-  ['-l with a set-based selector: the met disk printed, then the stale one times out', [], ['-l', 'localtest.example.com/disk in (disk1)', '--for=condition=Ready', '--timeout=2s'], met(READY), false],
+  [
+    '-l with a set-based selector: the met disk printed, then the stale one times out',
+    [],
+    ['-l', 'localtest.example.com/disk in (disk1)', '--for=condition=Ready', '--timeout=2s'],
+    met(READY),
+    false,
+  ],
   ['-l where every disk is met', [], ['-l', 'localtest.example.com/node=node-a', '--for=jsonpath={.spec.nodeName}=node-a'], met(READY, PROGRESSING), true],
   ['--timeout=0 when met', [READY], ['--for=condition=Ready', '--timeout=0'], met(READY), true],
   ['--timeout=0 with a name repeated prints it twice', [READY, PROGRESSING, READY], ['--for=condition=Accepted', '--timeout=0'], met(READY, PROGRESSING, READY), true],

@@ -19,7 +19,14 @@ function asServed(change: (nd: NodeDisk) => void = () => {}): NodeDisk {
     generation: 3,
     creationTimestamp: '2026-01-02T03:00:00Z',
     annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"a":1}'.repeat(50) },
-    managedFields: ['node-disks-agent', 'node-disks-operator', 'kubectl'].map((manager) => ({ manager, operation: 'Apply', apiVersion: 'localtest.example.com/v1alpha1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:desired': {} } }, time: '2026-01-02T03:04:05Z' })),
+    managedFields: ['node-disks-agent', 'node-disks-operator', 'kubectl'].map((manager) => ({
+      manager,
+      operation: 'Apply',
+      apiVersion: 'localtest.example.com/v1alpha1',
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:spec': { 'f:desired': {} } },
+      time: '2026-01-02T03:04:05Z',
+    })),
   };
   change(nd);
   return nd;

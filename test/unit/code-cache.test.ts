@@ -148,7 +148,7 @@ test('the cache directory and file are made for the user alone', (t) => {
 const me = process.geteuid!();
 const aCache = { payload: Buffer.from(Array.from({ length: 300 }, (_, i) => i & 0xff)), commands: ['list'] };
 
-test('a cache directory of another user (sudo with the user\'s HOME) is neither read nor written', (t) => {
+test("a cache directory of another user (sudo with the user's HOME) is neither read nor written", (t) => {
   const dir = tmp();
   try {
     const file = join(dir, 'kubectl-nodedisks', 'code-x.v8cache');

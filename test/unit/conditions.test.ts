@@ -64,14 +64,17 @@ test('a conflicting label makes Accepted False with the policy reason', (t) => {
   nd.metadata.labels = { 'localtest.example.com/auto-reserve': 'true' };
   const s = controllerStatus(nd, decide(nd), readiness(nd, NOW, STALE), new Date(NOW));
   t.false(s.controller.accepted);
-  t.like(s.conditions?.find((c) => c.type === 'Accepted'), { status: 'False', reason: 'ReservedByOther' });
+  t.like(
+    s.conditions?.find((c) => c.type === 'Accepted'),
+    { status: 'False', reason: 'ReservedByOther' },
+  );
 });
 
 test('with a heartbeat Lease, the Lease decides staleness, not the age of the report (ADR 24)', (t) => {
   const old = withNode({ phase: 'Available', lastSeenTime: '2025-12-01T00:00:00Z' });
   const alive = readiness(old, NOW, STALE, { kind: 'alive' });
   t.like(alive, { status: 'True', reason: 'PhaseMatchesDesired' });
-  t.is(alive.recheckAt, undefined, 'nothing to recheck: the Lease\'s expiry brings the next look');
+  t.is(alive.recheckAt, undefined, "nothing to recheck: the Lease's expiry brings the next look");
   const stale = readiness(withNode({ phase: 'Reserved', lastSeenTime: fresh }, 'Reserved'), NOW, STALE, {
     kind: 'stale',
     lease: 'node-disks-system/node-disks-agent-node-a',
@@ -79,6 +82,9 @@ test('with a heartbeat Lease, the Lease decides staleness, not the age of the re
     durationSeconds: 240,
   });
   t.like(stale, { status: 'Unknown', reason: 'AgentStale' });
-  t.is(stale.message, 'the node agent on node-a has not renewed its heartbeat (Lease node-disks-system/node-disks-agent-node-a, last renewed 2026-01-01T00:08:00.000000Z, lasts 240 s); its phase Reserved may be out of date');
-  t.like(readiness(old, NOW, STALE, { kind: 'none' }), { status: 'Unknown', reason: 'AgentStale' }, 'no Lease: the report\'s age, as before');
+  t.is(
+    stale.message,
+    'the node agent on node-a has not renewed its heartbeat (Lease node-disks-system/node-disks-agent-node-a, last renewed 2026-01-01T00:08:00.000000Z, lasts 240 s); its phase Reserved may be out of date',
+  );
+  t.like(readiness(old, NOW, STALE, { kind: 'none' }), { status: 'Unknown', reason: 'AgentStale' }, "no Lease: the report's age, as before");
 });

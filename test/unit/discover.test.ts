@@ -90,9 +90,7 @@ test('the disk whose NodeDisk bears a name keeps it: a newcomer making the same 
     const held = nodeDiskName('node-a', 'disk1');
     const found = await discover(dir, 'node-a', undefined, (objectName) => (objectName === held ? 'disk1' : undefined));
     t.deepEqual([...found.disks.keys()], ['disk1']);
-    t.deepEqual(found.ignored, [
-      { name: 'Disk1.img', reason: `its NodeDisk name ${held} is already used by disk1.img; rename Disk1.img`, collidesWith: 'disk1' },
-    ]);
+    t.deepEqual(found.ignored, [{ name: 'Disk1.img', reason: `its NodeDisk name ${held} is already used by disk1.img; rename Disk1.img`, collidesWith: 'disk1' }]);
     // With no NodeDisk yet, the first in name order keeps it (the same answer on every node restart).
     const fresh = await discover(dir, 'node-a');
     t.deepEqual([...fresh.disks.keys()], ['Disk1']);

@@ -84,7 +84,16 @@ test('events of a different reason are combined apart, and a quiet recorder post
   ]);
   t.is(srv.posted.length, 2);
   await until('two combined events', () => srv.posted.length === 4);
-  t.deepEqual(srv.posted.slice(2).map((e) => [e.reason, e.regarding.name]).sort(), [['AutoReserved', 'd3'], ['ReservedByOther', 'd4']]);
+  t.deepEqual(
+    srv.posted
+      .slice(2)
+      .map((e) => [e.reason, e.regarding.name])
+      .sort(),
+    [
+      ['AutoReserved', 'd3'],
+      ['ReservedByOther', 'd4'],
+    ],
+  );
   // Quiet again: a single event goes out as it is.
   await new Promise((r) => setTimeout(r, 500));
   await recorder.record(disk(5), 'Normal', 'AutoReleased', 'Release', 'five');

@@ -40,7 +40,12 @@ test.before(async (t) => {
 });
 
 test('health_test.yaml covers every fixture in testdata/', (t) => {
-  t.deepEqual(cases.map((c) => c.inputPath).sort(), readdirSync(join(DIR, 'testdata')).map((f) => `testdata/${f}`).sort());
+  t.deepEqual(
+    cases.map((c) => c.inputPath).sort(),
+    readdirSync(join(DIR, 'testdata'))
+      .map((f) => `testdata/${f}`)
+      .sort(),
+  );
 });
 
 for (const c of cases) {
@@ -113,13 +118,16 @@ test('Argo CD: an argocd-cm script has no string, math or io library, and os has
   const [failing] = await evaluateHealth(bin, { argocd: { healthLua: usesString }, flux: { healthCheckExprs: [nodeDiskExprs] }, objects: objects.slice(0, 1) });
   t.is(failing!.argocd.status, 'Unknown');
   t.regex(failing!.argocd.error ?? '', /string/);
-  const [open] = await evaluateHealth(bin, { argocd: { healthLua: 'return { status = "Healthy", message = string.upper("ok") }', useOpenLibs: true }, flux: { healthCheckExprs: [nodeDiskExprs] }, objects: objects.slice(0, 1) });
+  const [open] = await evaluateHealth(bin, {
+    argocd: { healthLua: 'return { status = "Healthy", message = string.upper("ok") }', useOpenLibs: true },
+    flux: { healthCheckExprs: [nodeDiskExprs] },
+    objects: objects.slice(0, 1),
+  });
   t.deepEqual(open!.argocd, { status: 'Healthy', message: 'OK' });
 });
 
 test('Argo CD: a status outside its list is Unknown, a non-table result an error', async (t) => {
-  const run = async (healthLua: string) =>
-    (await evaluateHealth(bin, { argocd: { healthLua }, flux: { healthCheckExprs: [nodeDiskExprs] }, objects: objects.slice(0, 1) }))[0]!.argocd;
+  const run = async (healthLua: string) => (await evaluateHealth(bin, { argocd: { healthLua }, flux: { healthCheckExprs: [nodeDiskExprs] }, objects: objects.slice(0, 1) }))[0]!.argocd;
   t.deepEqual(await run('return { status = "Fine" }'), { status: 'Unknown', message: 'Lua returned an invalid health status' });
   t.regex((await run('return "Healthy"')).error ?? '', /expect table output from Lua script, not string/);
 });

@@ -45,7 +45,10 @@ test('a kustomization.yaml that links out of --dir is refused, naming the path a
   symlinkSync(target, join(dir, 'kustomization.yaml'));
   const r = await gitops('reserve', NAME, '--dir', dir);
   t.not(r.code, 0);
-  t.is(r.err, `error: ${join(dir, 'kustomization.yaml')} is a symbolic link (to ${target}); gitops writes only regular files inside --dir and never follows a link out of it: replace the link with a copy of the file, or point --dir at the directory that holds the file; nothing was written\n`);
+  t.is(
+    r.err,
+    `error: ${join(dir, 'kustomization.yaml')} is a symbolic link (to ${target}); gitops writes only regular files inside --dir and never follows a link out of it: replace the link with a copy of the file, or point --dir at the directory that holds the file; nothing was written\n`,
+  );
   t.is(readFileSync(target, 'utf8'), KUSTOMIZATION, 'the file the link points to is untouched');
   t.deepEqual(readdirSync(dir), ['kustomization.yaml'], 'no disk file written either');
   t.true(lstatSync(join(dir, 'kustomization.yaml')).isSymbolicLink());
@@ -88,7 +91,13 @@ test('--owner the CRD refuses is refused as reserve refuses it, before anything 
     const { dir } = checkout();
     const r = await gitops('reserve', NAME, '--dir', dir, `--owner=${owner}`);
     t.is(r.code, 2, owner);
-    t.regex(r.err, owner === 'auto' ? /--owner auto is reserved for the label policy/ : /is not a valid owner: letters, digits and - _ \. : @ \/, starting and ending with a letter or digit, at most 253 characters/, owner);
+    t.regex(
+      r.err,
+      owner === 'auto'
+        ? /--owner auto is reserved for the label policy/
+        : /is not a valid owner: letters, digits and - _ \. : @ \/, starting and ending with a letter or digit, at most 253 characters/,
+      owner,
+    );
     t.deepEqual(readdirSync(dir), [], `nothing written for ${owner}`);
   }
   const { dir } = checkout();
@@ -107,7 +116,13 @@ test('a --dir the checkout leads out of through a link is refused; links that st
   mkdirSync(join(repo, 'clusters'));
   symlinkSync(outside, join(repo, 'clusters', 'prod'));
   for (const dir of ['clusters/prod', 'clusters/prod/nodedisks', join(repo, 'clusters', 'prod', 'new', 'deeper')]) {
-    t.throws(() => checkDirStaysInside(dir, repo), { message: `--dir ${dir}: ${join(repo, 'clusters', 'prod')} is a symbolic link to ${outside}, out of the current directory; gitops never follows a link out of the checkout it runs in: pass the real directory as --dir if that is where the overlay belongs; nothing was written` }, dir);
+    t.throws(
+      () => checkDirStaysInside(dir, repo),
+      {
+        message: `--dir ${dir}: ${join(repo, 'clusters', 'prod')} is a symbolic link to ${outside}, out of the current directory; gitops never follows a link out of the checkout it runs in: pass the real directory as --dir if that is where the overlay belongs; nothing was written`,
+      },
+      dir,
+    );
   }
   symlinkSync('../../nowhere', join(repo, 'clusters', 'dangling-out'));
   t.throws(() => checkDirStaysInside('clusters/dangling-out/x', repo), { message: /is a symbolic link to \.\.\/\.\.\/nowhere, out of the current directory/ }, 'a dangling link out of it too');

@@ -20,13 +20,16 @@ test('without Go, building krew fails with a message that says Go is missing fro
     const { code, stderr } = await node(['hack/setup.ts', 'krew'], { ...process.env, NODEDISKS_CACHE_DIR: cache, PATH: await pathWithoutGo() });
     t.is(code, 1);
     t.regex(stderr, /^building krew v\d+\.\d+\.\d+ \(for the krew installation test\) from Go modules into .* \(first use on this machine/m);
-    t.regex(stderr, /^error: krew: krew v\d+\.\d+\.\d+ \(for the krew installation test\) is built from Go modules on first use, and the Go toolchain was not found: no `go` on PATH\. Install Go 1\.26 or newer\.$/m);
+    t.regex(
+      stderr,
+      /^error: krew: krew v\d+\.\d+\.\d+ \(for the krew installation test\) is built from Go modules on first use, and the Go toolchain was not found: no `go` on PATH\. Install Go 1\.26 or newer\.$/m,
+    );
   } finally {
     await rm(cache, { recursive: true, force: true });
   }
 });
 
-test('a Go build that fails says which package and why, in the compiler\'s words', async (t) => {
+test("a Go build that fails says which package and why, in the compiler's words", async (t) => {
   const work = await mkdtemp(join(tmpdir(), 'nodedisks-gotools-'));
   try {
     await writeFile(join(work, 'go.mod'), 'module example.test/broken\n\ngo 1.22\n');

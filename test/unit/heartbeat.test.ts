@@ -65,7 +65,11 @@ test.serial('a renewal is one PUT of the Lease last written, carrying its resour
   const hb = beat();
   await hb.renew();
   await hb.renew();
-  t.deepEqual(puts.map((p) => p.metadata.resourceVersion), ['5', '6'], 'the second renewal needs no read');
+  t.deepEqual(
+    puts.map((p) => p.metadata.resourceVersion),
+    ['5', '6'],
+    'the second renewal needs no read',
+  );
   t.true(nock.isDone());
 });
 
@@ -81,21 +85,16 @@ test.serial('a renewal refused with 409 (written by someone else) reads the Leas
     .put(`${PATH}/${NAME}`, (b: Lease) => (puts.push(b), true))
     .reply(200, lease('10'));
   await beat().renew();
-  t.deepEqual(puts.map((p) => p.metadata.resourceVersion), ['5', '9']);
+  t.deepEqual(
+    puts.map((p) => p.metadata.resourceVersion),
+    ['5', '9'],
+  );
   t.is(puts[1]?.spec?.holderIdentity, 'node-a');
   t.true(nock.isDone());
 });
 
 test.serial('a Lease deleted since the last renewal (404 on PUT) is created again', async (t) => {
-  nock(SERVER)
-    .get(`${PATH}/${NAME}`)
-    .reply(200, lease('5'))
-    .put(`${PATH}/${NAME}`)
-    .reply(200, lease('6'))
-    .put(`${PATH}/${NAME}`)
-    .reply(404, notFound)
-    .post(PATH)
-    .reply(201, lease('1'));
+  nock(SERVER).get(`${PATH}/${NAME}`).reply(200, lease('5')).put(`${PATH}/${NAME}`).reply(200, lease('6')).put(`${PATH}/${NAME}`).reply(404, notFound).post(PATH).reply(201, lease('1'));
   const hb = beat();
   await hb.renew();
   await hb.renew();
@@ -132,7 +131,10 @@ function judge(wallNow: number) {
   });
   return { h, clock, changes };
 }
-const at = (iso: string, holder = 'node-a', durationSeconds = 40): Lease => ({ metadata: { name: heartbeatLeaseName(holder), resourceVersion: '1' }, spec: { holderIdentity: holder, leaseDurationSeconds: durationSeconds, renewTime: iso } });
+const at = (iso: string, holder = 'node-a', durationSeconds = 40): Lease => ({
+  metadata: { name: heartbeatLeaseName(holder), resourceVersion: '1' },
+  spec: { holderIdentity: holder, leaseDurationSeconds: durationSeconds, renewTime: iso },
+});
 const flush = () => new Promise((r) => setImmediate(r));
 
 test.serial('a node is stale once its Lease has not been renewed for its duration, and fresh again when renewed', async (t) => {

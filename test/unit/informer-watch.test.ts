@@ -56,10 +56,13 @@ async function closingServer(): Promise<{ server: Server; url: string; watches: 
 
 test('a watch that ends at once with no events is not re-opened at once: the informer backs off', async (t) => {
   const s = await closingServer();
-  t.teardown(() => new Promise<void>((resolve) => {
-    s.server.close(() => resolve());
-    s.server.closeAllConnections();
-  }));
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        s.server.close(() => resolve());
+        s.server.closeAllConnections();
+      }),
+  );
   const c = new NodeDiskClient(new RestClient(tokenAccess(s.url, 't'), { timeoutMs: 2000 }));
   // The informer's own default backoff: the one the agent and the controller run with.
   const inf = new Informer<NodeDisk>({ list: (o) => c.list(o), watch: (o, sig) => c.watch(o, sig) }, {}, { log: silent });

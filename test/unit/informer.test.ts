@@ -17,7 +17,12 @@ function client(): NodeDiskClient {
   return new NodeDiskClient(new RestClient(tokenAccess(SERVER, 't'), { timeoutMs: 2000 }));
 }
 
-const nd = (name: string, rv: string) => ({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name, resourceVersion: rv }, spec: { nodeName: 'n', diskID: name, path: `/d/${name}.img` } });
+const nd = (name: string, rv: string) => ({
+  apiVersion: 'localtest.example.com/v1alpha1',
+  kind: 'NodeDisk',
+  metadata: { name, resourceVersion: rv },
+  spec: { nodeName: 'n', diskID: name, path: `/d/${name}.img` },
+});
 const list = (rv: string, ...items: object[]) => ({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDiskList', metadata: { resourceVersion: rv }, items });
 const lines = (...events: object[]) => events.map((e) => JSON.stringify(e)).join('\n') + '\n';
 
@@ -45,11 +50,19 @@ const until = async (cond: () => boolean) => {
 
 test.serial('a 410 during the watch relists, and objects gone meanwhile are deleted from the cache', async (t) => {
   nock(SERVER)
-    .get(NODEDISKS_PATH).query({ limit: '500' }).reply(200, list('10', nd('a', '5'), nd('b', '6')))
-    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '10')
+    .get(NODEDISKS_PATH)
+    .query({ limit: '500' })
+    .reply(200, list('10', nd('a', '5'), nd('b', '6')))
+    .get(NODEDISKS_PATH)
+    .query((q) => q.watch === 'true' && q.resourceVersion === '10')
     .reply(200, lines({ type: 'MODIFIED', object: nd('a', '11') }, { type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } }))
-    .get(NODEDISKS_PATH).query({ limit: '500' }).reply(200, list('20', nd('a', '11')))
-    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '20').delay(3000).reply(200, '');
+    .get(NODEDISKS_PATH)
+    .query({ limit: '500' })
+    .reply(200, list('20', nd('a', '11')))
+    .get(NODEDISKS_PATH)
+    .query((q) => q.watch === 'true' && q.resourceVersion === '20')
+    .delay(3000)
+    .reply(200, '');
   const seen = { upserts: [] as string[], deletes: [] as string[] };
   const { inf, stop, done } = run(seen);
   await until(() => seen.deletes.includes('b'));
@@ -61,10 +74,19 @@ test.serial('a 410 during the watch relists, and objects gone meanwhile are dele
 
 test.serial('a failing list backs off and retries until it succeeds', async (t) => {
   nock(SERVER)
-    .get(NODEDISKS_PATH).query({ limit: '500' }).reply(503, { kind: 'Status', code: 503, message: 'unavailable' })
-    .get(NODEDISKS_PATH).query({ limit: '500' }).reply(429, { kind: 'Status', code: 429, message: 'slow down' }, { 'Retry-After': '1' })
-    .get(NODEDISKS_PATH).query({ limit: '500' }).reply(200, list('7', nd('a', '7')))
-    .get(NODEDISKS_PATH).query((q) => q.watch === 'true').delay(3000).reply(200, '');
+    .get(NODEDISKS_PATH)
+    .query({ limit: '500' })
+    .reply(503, { kind: 'Status', code: 503, message: 'unavailable' })
+    .get(NODEDISKS_PATH)
+    .query({ limit: '500' })
+    .reply(429, { kind: 'Status', code: 429, message: 'slow down' }, { 'Retry-After': '1' })
+    .get(NODEDISKS_PATH)
+    .query({ limit: '500' })
+    .reply(200, list('7', nd('a', '7')))
+    .get(NODEDISKS_PATH)
+    .query((q) => q.watch === 'true')
+    .delay(3000)
+    .reply(200, '');
   const seen = { upserts: [] as string[], deletes: [] as string[] };
   const { inf, stop, done } = run(seen);
   await until(() => inf.hasSynced);
@@ -80,12 +102,20 @@ test.serial('a watch that goes silent is cut by the watchdog and the informer li
   const silent = new PassThrough(); // headers and one byte arrive, then nothing: a half-dead connection
   silent.write(' ');
   nock(SERVER)
-    .get(NODEDISKS_PATH).query({ limit: '500' }).times(2).reply(200, () => {
+    .get(NODEDISKS_PATH)
+    .query({ limit: '500' })
+    .times(2)
+    .reply(200, () => {
       lists++;
       return list(String(lists), nd('a', String(lists)));
     })
-    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '1').reply(200, () => silent)
-    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '2').delay(3000).reply(200, '');
+    .get(NODEDISKS_PATH)
+    .query((q) => q.watch === 'true' && q.resourceVersion === '1')
+    .reply(200, () => silent)
+    .get(NODEDISKS_PATH)
+    .query((q) => q.watch === 'true' && q.resourceVersion === '2')
+    .delay(3000)
+    .reply(200, '');
   const c = client();
   const seen: string[] = [];
   const inf = new Informer<NodeDisk>(
@@ -107,10 +137,16 @@ test.serial('a watch that goes silent is cut by the watchdog and the informer li
 test.serial('a transform is applied before anything is cached or handed on, from the list and from the watch', async (t) => {
   const withFields = (name: string, rv: string) => ({ ...nd(name, rv), metadata: { name, resourceVersion: rv, managedFields: [{ manager: 'x', operation: 'Apply' }] } });
   nock(SERVER)
-    .get(NODEDISKS_PATH).query({ limit: '500' }).reply(200, list('10', withFields('a', '5')))
-    .get(NODEDISKS_PATH).query((q) => q.watch === 'true' && q.resourceVersion === '10')
+    .get(NODEDISKS_PATH)
+    .query({ limit: '500' })
+    .reply(200, list('10', withFields('a', '5')))
+    .get(NODEDISKS_PATH)
+    .query((q) => q.watch === 'true' && q.resourceVersion === '10')
     .reply(200, lines({ type: 'ADDED', object: withFields('b', '11') }))
-    .get(NODEDISKS_PATH).query((q) => q.watch === 'true').delay(3000).reply(200, '');
+    .get(NODEDISKS_PATH)
+    .query((q) => q.watch === 'true')
+    .delay(3000)
+    .reply(200, '');
   const c = client();
   const handed: object[] = [];
   const inf = new Informer<NodeDisk>(
@@ -128,8 +164,17 @@ test.serial('a transform is applied before anything is cached or handed on, from
   await until(() => inf.cache.has('b'));
   stop.abort();
   await done;
-  t.deepEqual([...inf.cache.values()].map((o) => o.metadata), [{ name: 'a', resourceVersion: '5' }, { name: 'b', resourceVersion: '11' }]);
-  t.true(handed.every((o) => !('managedFields' in (o as NodeDisk).metadata)), 'a handler saw managedFields');
+  t.deepEqual(
+    [...inf.cache.values()].map((o) => o.metadata),
+    [
+      { name: 'a', resourceVersion: '5' },
+      { name: 'b', resourceVersion: '11' },
+    ],
+  );
+  t.true(
+    handed.every((o) => !('managedFields' in (o as NodeDisk).metadata)),
+    'a handler saw managedFields',
+  );
 });
 
 /** A source serving pages as text (as the API server lays them out unless `layout` says otherwise). */
@@ -150,11 +195,15 @@ const itemsText = (...names: string[]) => names.map((n) => JSON.stringify(nd(n, 
 
 async function listWith(pages: Record<string, string>) {
   const calls: string[] = [];
-  const inf = new Informer<NodeDisk>(textSource(pages, calls), {}, {
-    log: silent,
-    backoff: new Backoff({ initialMs: 10, maxMs: 20 }),
-    transform: (o) => (calls.push(`item ${o.metadata.name}`), o),
-  });
+  const inf = new Informer<NodeDisk>(
+    textSource(pages, calls),
+    {},
+    {
+      log: silent,
+      backoff: new Backoff({ initialMs: 10, maxMs: 20 }),
+      transform: (o) => (calls.push(`item ${o.metadata.name}`), o),
+    },
+  );
   const stop = new AbortController();
   const done = inf.run(stop.signal);
   await until(() => inf.hasSynced);

@@ -4,7 +4,15 @@ import { age, iec, table } from '../../plugin/format.ts';
 
 const data = {
   items: [
-    { metadata: { name: 'a' }, status: { conditions: [{ type: 'Ready', status: 'True' }, { type: 'Accepted', status: 'False' }] } },
+    {
+      metadata: { name: 'a' },
+      status: {
+        conditions: [
+          { type: 'Ready', status: 'True' },
+          { type: 'Accepted', status: 'False' },
+        ],
+      },
+    },
     { metadata: { name: 'b' }, status: { conditions: [{ type: 'Ready', status: 'False' }] } },
   ],
 };
@@ -38,5 +46,14 @@ test('ages, sizes and tables read like kubectl', (t) => {
   t.is(iec(67108864), '64Mi');
   t.is(iec(1610612736), '1.5Gi');
   t.is(iec(512), '512');
-  t.is(table(['NAME', 'X'], [['long-name', '1'], ['a', '22']]), 'NAME        X\nlong-name   1\na           22\n');
+  t.is(
+    table(
+      ['NAME', 'X'],
+      [
+        ['long-name', '1'],
+        ['a', '22'],
+      ],
+    ),
+    'NAME        X\nlong-name   1\na           22\n',
+  );
 });

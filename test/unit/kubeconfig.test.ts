@@ -128,11 +128,15 @@ test('an exec command with a path separator is relative to its kubeconfig; a bar
   t.deepEqual(await loadKubeConfig({ kubeconfig: bare, env: { PATH: `/nonexistent:${onPath}` } }).headers(), { Authorization: 'Bearer from-path' });
   t.is(lookPath('nd-unit-token', { PATH: `/nonexistent:${onPath}` }), join(onPath, 'nd-unit-token'));
   t.is(lookPath('nd-unit-token', { PATH: '/nonexistent' }), undefined);
-  await t.throwsAsync(loadKubeConfig({ kubeconfig: bare, env: { PATH: '/nonexistent' } }).headers(), { message: /exec credential plugin nd-unit-token failed: executable file not found in \$PATH/ });
+  await t.throwsAsync(loadKubeConfig({ kubeconfig: bare, env: { PATH: '/nonexistent' } }).headers(), {
+    message: /exec credential plugin nd-unit-token failed: executable file not found in \$PATH/,
+  });
   // A PATH entry relative to the current directory finds it, and is refused (`.` and "" are the same case:
   // test/integration/plugin-trust.test.ts runs them in a directory of their own).
   const relative = relativePath(process.cwd(), onPath);
-  t.throws(() => lookPath('nd-unit-token', { PATH: `/nonexistent:${relative}:${onPath}` }), { message: /^exec credential plugin nd-unit-token: cannot run executable found relative to current directory/ });
+  t.throws(() => lookPath('nd-unit-token', { PATH: `/nonexistent:${relative}:${onPath}` }), {
+    message: /^exec credential plugin nd-unit-token: cannot run executable found relative to current directory/,
+  });
   t.is(lookPath('nd-unit-token', { PATH: `${onPath}:${relative}` }), join(onPath, 'nd-unit-token'), 'the first match wins, as in Go');
 });
 
@@ -143,7 +147,9 @@ test('bad kubeconfigs are refused with the file, the problem and the fix', (t) =
   t.throws(() => loadKubeConfig({ kubeconfig: join(dir, 'missing.yaml') }), { message: /kubeconfig .*missing\.yaml does not exist; check --kubeconfig/ });
   t.throws(() => loadKubeConfig({ kubeconfig: first, context: 'nope' }), { message: /context "nope" not found in .*first\.yaml; contexts: dev/ });
   t.throws(() => loadKubeConfig({ env: { KUBECONFIG: `${first}:${second}` }, context: 'legacy' }), { message: /auth-provider "gcp", which is not supported; use an exec credential plugin/ });
-  t.throws(() => loadKubeConfig({ env: { HOME: join(dir, 'nohome') } }), { message: /no kubeconfig found \(looked at .*nohome\/\.kube\/config\); pass --kubeconfig, set KUBECONFIG, or --server/ });
+  t.throws(() => loadKubeConfig({ env: { HOME: join(dir, 'nohome') } }), {
+    message: /no kubeconfig found \(looked at .*nohome\/\.kube\/config\); pass --kubeconfig, set KUBECONFIG, or --server/,
+  });
   t.throws(() => loadKubeConfig({ kubeconfig: first, asGroups: ['g'] }), { message: /--as-group needs --as/ });
   const noServer = file('noserver.yaml', { 'current-context': 'x', clusters: [{ name: 'c', cluster: {} }], contexts: [{ name: 'x', context: { cluster: 'c' } }] });
   t.throws(() => loadKubeConfig({ kubeconfig: noServer }), { message: /cluster "c" has no valid server URL/ });

@@ -103,7 +103,7 @@ test('product code (api lib agent controller plugin) depends on neither hack/ no
   t.deepEqual(between(PRODUCT, ['hack', 'test', 'bench']).map(show), []);
 });
 
-test('lib/ depends on nothing else of the product (today\'s exceptions aside, listed above)', (t) => {
+test("lib/ depends on nothing else of the product (today's exceptions aside, listed above)", (t) => {
   const offenders = between(['lib'], ['api', 'agent', 'controller', 'plugin']).map(show);
   t.deepEqual(
     offenders.filter((o) => !LIB_EXCEPTIONS.includes(o)),
@@ -140,20 +140,31 @@ test('no npm script but the test ones names a file under test/; none runs one wi
 });
 
 test('the Dockerfile copies nothing from test/, and everything its build step runs', (t) => {
-  const copies = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8').split('\n').filter((l) => /^COPY\s/.test(l));
+  const copies = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8')
+    .split('\n')
+    .filter((l) => /^COPY\s/.test(l));
   t.true(copies.length > 3);
-  t.deepEqual(copies.filter((l) => /\stest\//.test(l)), []);
+  t.deepEqual(
+    copies.filter((l) => /\stest\//.test(l)),
+    [],
+  );
   // hack/build.ts runs in the build stage: it and what it imports from hack/ must be copied there.
   const copied = copies.map((l) => l.split(/\s+/)[1]!);
   const isCopied = (p: string) => copied.some((c) => p === c || p.startsWith(`${c}/`));
   const wanted = ['hack/build.ts', ...ALL.filter((e) => e.from === 'hack/build.ts' && e.to.startsWith('hack/')).map((e) => e.to)];
   t.true(wanted.length > 1);
-  t.deepEqual(wanted.filter((p) => !isCopied(p)), []);
+  t.deepEqual(
+    wanted.filter((p) => !isCopied(p)),
+    [],
+  );
 });
 
 test('the README links nothing outside the repository', (t) => {
   const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
   const links = [...readme.matchAll(/\]\(([^)]+)\)/g)].map((m) => m[1]!);
   t.true(links.length > 0);
-  t.deepEqual(links.filter((l) => l.startsWith('..') || l.startsWith('/')), []);
+  t.deepEqual(
+    links.filter((l) => l.startsWith('..') || l.startsWith('/')),
+    [],
+  );
 });

@@ -87,7 +87,10 @@ test('discovery keeps regular images and explains everything else', async (t) =>
   t.regex(reasons['dir.img'] ?? '', /directory/);
   t.regex(reasons['..hidden.img'] ?? '', /cannot become a diskID/);
   t.regex(reasons['disk_2.img'] ?? '', /already used by disk-2\.img/);
-  t.like(found.ignored.find((i) => i.name === 'disk_2.img'), { collidesWith: 'disk-2' });
+  t.like(
+    found.ignored.find((i) => i.name === 'disk_2.img'),
+    { collidesWith: 'disk-2' },
+  );
 });
 
 /** Real file-system calls, counting every byte read from an opened marker. */

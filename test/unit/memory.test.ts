@@ -16,7 +16,7 @@ function fakeRoot(files: Record<string, string>): string {
 }
 const MiB = 2 ** 20;
 
-test('cgroup v1: memory.limit_in_bytes of the process\'s own memory cgroup', (t) => {
+test("cgroup v1: memory.limit_in_bytes of the process's own memory cgroup", (t) => {
   const root = fakeRoot({
     'proc/self/cgroup': '12:pids:/x\n4:memory:/kubepods/pod1/c1\n1:cpu,cpuacct:/kubepods\n',
     'sys/fs/cgroup/memory/memory.limit_in_bytes': '9223372036854771712',

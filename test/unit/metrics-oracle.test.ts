@@ -70,8 +70,7 @@ async function drive(lib: Lib): Promise<string> {
 }
 
 /** Families with their metrics in a fixed order: the order of series carries no meaning. */
-const normalized = (p: Parsed): ParsedFamily[] =>
-  p.families.map((f) => ({ ...f, metrics: [...f.metrics].sort((a, b) => JSON.stringify(a.labels).localeCompare(JSON.stringify(b.labels))) }));
+const normalized = (p: Parsed): ParsedFamily[] => p.families.map((f) => ({ ...f, metrics: [...f.metrics].sort((a, b) => JSON.stringify(a.labels).localeCompare(JSON.stringify(b.labels))) }));
 
 test("Prometheus' parser reads the same families and samples from our text as from prom-client's, for the same operations", async (t) => {
   const [mine, theirs] = await Promise.all([parse(await drive(ours)), parse(await drive(promClient as unknown as Lib))]);
@@ -83,7 +82,10 @@ test("Prometheus' parser reads the same families and samples from our text as fr
   t.is(ops.help, 'Operations by "op" \\ result,\nsecond line');
   t.true(ops.metrics.some((m) => m.labels.op === 'say "hi" \\ bye\nnext'));
   t.is(mine.families.find((f) => f.name === 'hooked')!.metrics[0]!.value, '7');
-  t.deepEqual(mine.families.map((f) => f.name), ['defaults_seconds', 'disks', 'empty_seconds', 'hooked', 'latency_seconds', 'ops_total', 'plain_total', 'temperature_celsius', 'unused_total']);
+  t.deepEqual(
+    mine.families.map((f) => f.name),
+    ['defaults_seconds', 'disks', 'empty_seconds', 'hooked', 'latency_seconds', 'ops_total', 'plain_total', 'temperature_celsius', 'unused_total'],
+  );
 });
 
 test("the parser used as the judge refuses a malformed text (it can tell us we're wrong)", async (t) => {
@@ -106,7 +108,10 @@ test("the agent's and the controller's whole /metrics text parse, and promlint f
     // A family with no sample yet (a labelled counter never incremented) is only HELP and TYPE lines,
     // which the parser drops; every other one is read back.
     const withSamples = families.filter((f) => f.samples.length > 0).map((f) => f.name);
-    t.deepEqual(parsed.families.map((f) => f.name), withSamples.sort());
+    t.deepEqual(
+      parsed.families.map((f) => f.name),
+      withSamples.sort(),
+    );
     t.true(withSamples.length >= 20, withSamples.join(' '));
   }
 });

@@ -27,10 +27,7 @@ test('a counter with labels: one line per label set in first-use order, labels i
   c.inc({ code: 200, method: 'GET' });
   c.inc({ method: 'PUT', code: '409' }, 3);
   c.inc({ method: 'GET', code: 200 });
-  t.is(
-    registry.metrics(),
-    '# HELP requests_total Requests\n# TYPE requests_total counter\n' + 'requests_total{method="GET",code="200"} 2\n' + 'requests_total{method="PUT",code="409"} 3\n',
-  );
+  t.is(registry.metrics(), '# HELP requests_total Requests\n# TYPE requests_total counter\n' + 'requests_total{method="GET",code="200"} 2\n' + 'requests_total{method="PUT",code="409"} 3\n');
 });
 
 test('a counter refuses to go down, and labels it was not declared with', (t) => {
@@ -98,7 +95,7 @@ test('histogram: buckets are cumulative, a value on a bound counts in that bucke
   );
 });
 
-test('histogram with labels: le comes after the metric\'s own labels; series apart per label set', (t) => {
+test("histogram with labels: le comes after the metric's own labels; series apart per label set", (t) => {
   const registry = new Registry();
   const h = new Histogram({ name: 'op_seconds', help: 'Op time', labelNames: ['op'], buckets: [1], registers: [registry] });
   h.observe({ op: 'a' }, 0.5);
@@ -175,7 +172,7 @@ test('bad definitions are refused with what to fix', (t) => {
   t.throws(() => Reflect.apply(g.set, g, [{ phase: 'A' }]), { message: /gauge g: set\(labels\) without a value; give a number/ });
 });
 
-test('/metrics of the ops server: the registry text with the format\'s content type; a failing collect hook is a 500 with its message', async (t) => {
+test("/metrics of the ops server: the registry text with the format's content type; a failing collect hook is a 500 with its message", async (t) => {
   const registry = new Registry();
   let fail = false;
   new Gauge({

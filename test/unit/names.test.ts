@@ -1,14 +1,5 @@
 import test from 'ava';
-import {
-  diskIdFromFileName,
-  diskIdProblem,
-  diskPath,
-  labelValue,
-  nodeDiskName,
-  nodeNameProblem,
-  normalizeNamePart,
-  DNS_SUBDOMAIN_PATTERN,
-} from '../../api/names.ts';
+import { diskIdFromFileName, diskIdProblem, diskPath, labelValue, nodeDiskName, nodeNameProblem, normalizeNamePart, DNS_SUBDOMAIN_PATTERN } from '../../api/names.ts';
 
 const dns = new RegExp(DNS_SUBDOMAIN_PATTERN);
 

@@ -22,7 +22,10 @@ const rbac = [...docs('kustomize/rbac/service_accounts.yaml'), ...docs('kustomiz
 const deployment = docs('kustomize/controller/deployment.yaml').find((o) => o.kind === 'Deployment')!;
 const daemonset = docs('kustomize/agent/daemonset.yaml').find((o) => o.kind === 'DaemonSet')!;
 
-for (const [role, workload] of [['operator', deployment], ['agent', daemonset]] as const) {
+for (const [role, workload] of [
+  ['operator', deployment],
+  ['agent', daemonset],
+] as const) {
   const name = `node-disks-${role}`;
   test(`the ${role}: workload, ServiceAccount, container, image and component label are all ${name}`, (t) => {
     t.is(workload.metadata.name, name);
@@ -57,7 +60,14 @@ test('the admission policy, the field managers, the Lease and the bundles use th
 });
 
 test('no cluster-visible name says node-disks-controller', (t) => {
-  for (const path of ['kustomize/rbac/service_accounts.yaml', 'kustomize/rbac/controller_role.yaml', 'kustomize/controller/deployment.yaml', 'kustomize/policies/controller_policy.yaml', 'Makefile', 'README.md']) {
+  for (const path of [
+    'kustomize/rbac/service_accounts.yaml',
+    'kustomize/rbac/controller_role.yaml',
+    'kustomize/controller/deployment.yaml',
+    'kustomize/policies/controller_policy.yaml',
+    'Makefile',
+    'README.md',
+  ]) {
     t.notRegex(readFileSync(join(REPO_ROOT, path), 'utf8'), /node-disks-controller/, path);
   }
 });

@@ -36,7 +36,10 @@ test('every policy matches its ServiceAccount by name in whatever namespace the 
     t.is(exprs.length, 1, p.metadata.name);
     const m = /^request\.userInfo\.username\.matches\('\^system:serviceaccount:\[\^:\]\+:([a-z-]+)\$'\)$/.exec(exprs[0]!);
     t.truthy(m, `${p.metadata.name}: ${exprs[0]}`);
-    t.true(serviceAccounts.some((sa) => sa.metadata.name === m![1]), `${p.metadata.name} names ServiceAccount ${m![1]}`);
+    t.true(
+      serviceAccounts.some((sa) => sa.metadata.name === m![1]),
+      `${p.metadata.name} names ServiceAccount ${m![1]}`,
+    );
   }
   // No namespace is spelled in a policy: kustomize's `namespace:` would not rewrite it.
   for (const f of policyFiles) t.notRegex(readFileSync(join(REPO_ROOT, 'kustomize/policies', f), 'utf8'), /node-disks-system/, f);
@@ -50,7 +53,10 @@ test("the agent policy's disk dir is the one the DaemonSet mounts and the agent 
   const pod = ds.spec.template.spec;
   const container = pod.containers.find((c) => c.name === 'agent')!;
   t.true(container.args.includes(`--disk-dir=${DEFAULT_DISK_DIR}`));
-  t.false(container.args.some((a) => a.startsWith('--host-disk-dir')), 'spec.path is the --disk-dir: the host dir is mounted at the same path');
+  t.false(
+    container.args.some((a) => a.startsWith('--host-disk-dir')),
+    'spec.path is the --disk-dir: the host dir is mounted at the same path',
+  );
   t.is(container.volumeMounts.find((v) => v.name === 'disks')?.mountPath, DEFAULT_DISK_DIR);
   t.is(pod.volumes.find((v) => v.name === 'disks')?.hostPath?.path, DEFAULT_DISK_DIR);
   // No overlay of this repository moves the disk dir (it would have to set the policy's diskDir too).

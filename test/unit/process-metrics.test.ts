@@ -24,7 +24,10 @@ function values(proc?: string): Map<string, number> {
 
 test('every process and runtime metric is there, with a finite value, under the names prom-client and client_golang use', (t) => {
   const families = processFamilies();
-  t.deepEqual(families.map((f) => f.name), [...PROCESS_METRIC_NAMES]);
+  t.deepEqual(
+    families.map((f) => f.name),
+    [...PROCESS_METRIC_NAMES],
+  );
   for (const f of families) {
     t.true(f.samples.length > 0, `${f.name} has samples`);
     for (const s of f.samples) t.true(Number.isFinite(s.value) && s.value >= 0, `${s.name} = ${s.value}`);
@@ -82,7 +85,9 @@ test('nothing runs between scrapes: no event-loop or GC monitor is loaded, no ti
   );
   t.deepEqual(ours, []);
   // The same probe sees what prom-client's default metrics start (their event-loop lag and GC metrics).
-  const promClient = await perfModulesLoadedBy("import { Registry, collectDefaultMetrics } from 'prom-client'; const r = new Registry(); collectDefaultMetrics({ register: r }); await r.metrics();");
+  const promClient = await perfModulesLoadedBy(
+    "import { Registry, collectDefaultMetrics } from 'prom-client'; const r = new Registry(); collectDefaultMetrics({ register: r }); await r.metrics();",
+  );
   t.true(promClient.includes('NativeModule internal/perf/event_loop_delay'), JSON.stringify(promClient));
 });
 
@@ -99,7 +104,10 @@ test('/proc/self/stat: vsize is read after the command name, even one with space
   // Fields after ")": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
   // cutime cstime priority nice num_threads itrealvalue starttime vsize rss ...
   const after = 'S 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 7 0 12345 987654321 4000 18446744073709551615';
-  const proc = fakeProc({ stat: `4242 (node (x) y) ${after}\n`, limits: 'Limit                     Soft Limit           Hard Limit           Units     \nMax open files            65536                1048576              files     \n' });
+  const proc = fakeProc({
+    stat: `4242 (node (x) y) ${after}\n`,
+    limits: 'Limit                     Soft Limit           Hard Limit           Units     \nMax open files            65536                1048576              files     \n',
+  });
   t.teardown(() => rmSync(proc, { recursive: true }));
   const v = values(proc);
   t.is(v.get('process_virtual_memory_bytes'), 987654321);

@@ -79,7 +79,9 @@ test('unsupported schemes and malformed proxies are errors naming the setting an
     message: 'proxy-url of cluster "prod" "socks5h://socks.corp:1080" uses the unsupported scheme "socks5h"; use http, https, socks5',
   });
   t.is(via('https://api.corp', { HTTPS_PROXY: 'socks5h://socks.corp:1080' }), 'socks5h://socks.corp:1080');
-  t.throws(() => via('https://api.corp', { HTTPS_PROXY: 'ftp://proxy.corp' }), { message: /^HTTPS_PROXY "ftp:\/\/proxy\.corp" uses the unsupported scheme "ftp"; use http, https, socks5, socks5h$/ });
+  t.throws(() => via('https://api.corp', { HTTPS_PROXY: 'ftp://proxy.corp' }), {
+    message: /^HTTPS_PROXY "ftp:\/\/proxy\.corp" uses the unsupported scheme "ftp"; use http, https, socks5, socks5h$/,
+  });
   t.throws(() => kubeconfigProxy('http://', 'prod'), { message: /proxy-url of cluster "prod" "http:\/\/" is not a valid proxy URL/ });
 });
 

@@ -30,7 +30,14 @@ const disk = (rv: string, desired: NodeDisk['spec']['desired'], labels: Record<s
   metadata: { name: 'd1', resourceVersion: rv, generation: Number(rv), labels },
   spec: { nodeName: 'n', diskID: 'd1', path: '/d/d1.img', ...(desired ? { desired } : {}) },
 });
-const stale = { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 409, reason: 'Conflict', message: 'Operation cannot be fulfilled on nodedisks.localtest.example.com "d1": the object has been modified; please apply your changes to the latest version and try again' };
+const stale = {
+  kind: 'Status',
+  apiVersion: 'v1',
+  status: 'Failure',
+  code: 409,
+  reason: 'Conflict',
+  message: 'Operation cannot be fulfilled on nodedisks.localtest.example.com "d1": the object has been modified; please apply your changes to the latest version and try again',
+};
 type Body = { metadata: { resourceVersion?: string }; spec?: { desired?: unknown }; status?: { conditions?: { type: string; status: string; reason: string }[] } };
 
 test.before(() => nock.disableNetConnect());
@@ -76,7 +83,10 @@ test.serial('a status decided from a stale version is written again from the fre
     .reply(200, disk('10', { state: 'Available' }));
   const { r } = reconciler();
   await r.reconcile(disk('8', { state: 'Available' }));
-  t.deepEqual(sent.map((b) => b.metadata.resourceVersion), ['8', '9']);
+  t.deepEqual(
+    sent.map((b) => b.metadata.resourceVersion),
+    ['8', '9'],
+  );
   t.true(nock.isDone());
 });
 
@@ -93,8 +103,13 @@ test.serial('a field ownership conflict is not taken for a stale read: it goes b
 
 test.serial('a race that does not settle goes back to the queue after a few fresh reads', async (t) => {
   nock(SERVER)
-    .patch(`${NODEDISKS_PATH}/d1/status`).query(true).times(5).reply(409, stale)
-    .get(`${NODEDISKS_PATH}/d1`).times(4).reply(200, disk('8', { state: 'Available' }));
+    .patch(`${NODEDISKS_PATH}/d1/status`)
+    .query(true)
+    .times(5)
+    .reply(409, stale)
+    .get(`${NODEDISKS_PATH}/d1`)
+    .times(4)
+    .reply(200, disk('8', { state: 'Available' }));
   const { r } = reconciler();
   const err = await t.throwsAsync(r.reconcile(disk('8', { state: 'Available' })), { instanceOf: ApiError });
   t.is(err?.statusCode, 409);
@@ -102,16 +117,21 @@ test.serial('a race that does not settle goes back to the queue after a few fres
 });
 
 test.serial('a NodeDisk deleted meanwhile ends the reconcile quietly', async (t) => {
-  nock(SERVER)
-    .patch(`${NODEDISKS_PATH}/d1/status`).query(true).reply(409, stale)
-    .get(`${NODEDISKS_PATH}/d1`).reply(404, { kind: 'Status', code: 404, reason: 'NotFound', message: 'not found' });
+  nock(SERVER).patch(`${NODEDISKS_PATH}/d1/status`).query(true).reply(409, stale).get(`${NODEDISKS_PATH}/d1`).reply(404, { kind: 'Status', code: 404, reason: 'NotFound', message: 'not found' });
   const { r } = reconciler();
   t.deepEqual(await r.reconcile(disk('8', { state: 'Available' })), { deleted: true });
 });
 
 test.serial('a new NodeDisk its agent has not reported yet gets no status until the report or the grace ends', async (t) => {
   const rest = new RestClient(tokenAccess(SERVER, 't'), { timeoutMs: 2000 });
-  const r = new Reconciler({ client: new NodeDiskClient(rest), events: new EventRecorder(rest, 'unit', silent), log: silent, metrics: controllerMetrics(() => true), staleAfterMs: 60_000, firstReportGraceMs: 5000 });
+  const r = new Reconciler({
+    client: new NodeDiskClient(rest),
+    events: new EventRecorder(rest, 'unit', silent),
+    log: silent,
+    metrics: controllerMetrics(() => true),
+    staleAfterMs: 60_000,
+    firstReportGraceMs: 5000,
+  });
   const created = (msAgo: number) => ({ ...disk('5', undefined), metadata: { ...disk('5', undefined).metadata, creationTimestamp: new Date(Date.now() - msAgo).toISOString() } });
   // nock allows no request here: nothing may be written for a disk created a second ago.
   const young = await r.reconcile(created(1000));
@@ -121,8 +141,14 @@ test.serial('a new NodeDisk its agent has not reported yet gets no status until 
   t.true((await r.reconcile(created(-3_600_000))).requeueAfterMs! <= 5000);
 
   const sent: Body[] = [];
-  nock(SERVER).patch(`${NODEDISKS_PATH}/d1/status`, (b: Body) => (sent.push(b), true)).query(true).reply(200, disk('6', undefined));
+  nock(SERVER)
+    .patch(`${NODEDISKS_PATH}/d1/status`, (b: Body) => (sent.push(b), true))
+    .query(true)
+    .reply(200, disk('6', undefined));
   const old = await r.reconcile(created(6000));
   t.true(old.wrote);
-  t.like(sent[0]?.status?.conditions?.find((c) => c.type === 'Ready'), { status: 'Unknown', reason: 'WaitingForAgent' });
+  t.like(
+    sent[0]?.status?.conditions?.find((c) => c.type === 'Ready'),
+    { status: 'Unknown', reason: 'WaitingForAgent' },
+  );
 });

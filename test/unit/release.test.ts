@@ -15,8 +15,11 @@ test('release says what it downloads before downloading, and why a download fail
     const env = { ...process.env, NODEDISKS_CACHE_DIR: join(work, 'cache'), npm_config_cache: join(work, 'npm-cache'), npm_config_offline: 'true' };
     const out = join(work, 'out');
     const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = execFile(process.execPath, ['hack/release.ts', '--platforms', 'linux-arm64', '--out', out, '--manifest', join(work, 'm.yaml')], { cwd: REPO_ROOT, env }, (_err, _stdout, stderr) =>
-        resolve({ code: child.exitCode, stderr }),
+      const child = execFile(
+        process.execPath,
+        ['hack/release.ts', '--platforms', 'linux-arm64', '--out', out, '--manifest', join(work, 'm.yaml')],
+        { cwd: REPO_ROOT, env },
+        (_err, _stdout, stderr) => resolve({ code: child.exitCode, stderr }),
       );
     });
     const lines = stderr.trim().split('\n');

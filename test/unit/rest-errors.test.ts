@@ -39,7 +39,9 @@ test.serial('403 carries the API server message and is not retried', async (t) =
 });
 
 test.serial('404 names what is missing', async (t) => {
-  nock(SERVER).get(`${NODEDISKS_PATH}/gone`).reply(404, status(404, 'NotFound', 'nodedisks.localtest.example.com "gone" not found'));
+  nock(SERVER)
+    .get(`${NODEDISKS_PATH}/gone`)
+    .reply(404, status(404, 'NotFound', 'nodedisks.localtest.example.com "gone" not found'));
   const err = await t.throwsAsync(client().get('gone'), { instanceOf: ApiError });
   t.is(err?.reason, 'NotFound');
 });
@@ -73,7 +75,10 @@ test.serial('410 on a continue token is reported as Expired', async (t) => {
 });
 
 test.serial('429 on a write exposes Retry-After and is retryable', async (t) => {
-  nock(SERVER).post(NODEDISKS_PATH).query(true).reply(429, status(429, 'TooManyRequests', 'too many requests'), { 'Retry-After': '7' });
+  nock(SERVER)
+    .post(NODEDISKS_PATH)
+    .query(true)
+    .reply(429, status(429, 'TooManyRequests', 'too many requests'), { 'Retry-After': '7' });
   const err = await t.throwsAsync(
     client().create({ apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDisk', metadata: { name: 'a' }, spec: { nodeName: 'n', diskID: 'a', path: '/d/a.img' } }, { fieldManager: 'x' }),
     { instanceOf: ApiError },

@@ -30,7 +30,7 @@ async function countingServer(answer = true) {
   };
 }
 
-test('a request the gate refuses never reaches the server, and fails with the gate\'s own error', async (t) => {
+test("a request the gate refuses never reaches the server, and fails with the gate's own error", async (t) => {
   const srv = await countingServer();
   t.teardown(srv.close);
   const rest = new RestClient(tokenAccess(srv.url, 't')).with({
@@ -68,7 +68,7 @@ test('an allowing gate lets requests through, on new and kept-alive connections 
   t.deepEqual(srv.seen, ['GET /a', 'GET /b']);
 });
 
-test('aborting the client\'s signal cancels requests in flight', async (t) => {
+test("aborting the client's signal cancels requests in flight", async (t) => {
   const srv = await countingServer(false);
   t.teardown(srv.close);
   const term = new AbortController();
