@@ -15,6 +15,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
+import { API_VERSION, DEFAULT_DISK_DIR, KIND } from '../../api/constants.ts';
 import { ensureBinaries, type ControlPlaneBinaries } from './binaries.ts';
 import { ServerProcess } from '../lib/process.ts';
 
@@ -250,9 +251,47 @@ export class ControlPlane {
     for (;;) {
       try {
         await this.kubectl(this.admin(), ['get', 'nodedisks', '-o', 'name']);
-        return;
+        break;
       } catch (err) {
         if (Date.now() > deadline) throw err;
+        await sleep(100);
+      }
+    }
+    await this.waitForPolicies();
+  }
+
+  /**
+   * A ValidatingAdmissionPolicy is in force only once the API server has loaded and compiled it, a moment
+   * after it is stored: until then the writes it forbids go through. Waits until each installed policy
+   * refuses a dry-run write of the identity it governs (impersonated with system:masters, so that RBAC lets
+   * the request reach admission).
+   */
+  private async waitForPolicies(): Promise<void> {
+    const installed = (await this.kubectl(this.admin(), ['get', 'validatingadmissionpolicybindings', '-o', 'name'])).split('\n');
+    const ns = this.namespace;
+    const nodeDisk = {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name: 'node-disk-policy-probe-disk1' },
+      spec: { nodeName: 'policy-probe', diskID: 'disk1', path: `${DEFAULT_DISK_DIR}/disk1.img` },
+    };
+    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'node-disks-agent-policy-probe', namespace: ns }, spec: { holderIdentity: 'policy-probe' } };
+    const probes = [
+      { policy: 'nodedisks-agent.localtest.example.com', user: `system:serviceaccount:${ns}:node-disks-agent`, object: nodeDisk },
+      { policy: 'nodedisks-agent-heartbeat.localtest.example.com', user: `system:serviceaccount:${ns}:node-disks-agent`, object: lease },
+      { policy: 'nodedisks-controller.localtest.example.com', user: `system:serviceaccount:${ns}:node-disks-operator`, object: nodeDisk },
+    ].filter((p) => installed.includes(`validatingadmissionpolicybinding.admissionregistration.k8s.io/${p.policy}`));
+    const deadline = Date.now() + 30_000;
+    for (const probe of probes) {
+      for (;;) {
+        const args = ['--as', probe.user, '--as-group', 'system:masters', 'create', '--dry-run=server', '-f', '-'];
+        const refusal = await this.kubectl(this.admin(), args, JSON.stringify(probe.object)).then(
+          () => '',
+          (err: Error) => err.message,
+        );
+        if (refusal.includes(probe.policy)) break;
+        if (refusal !== '' && !/denied the request|forbidden/i.test(refusal)) throw new Error(`probing admission policy ${probe.policy}: ${refusal}`);
+        if (Date.now() > deadline) throw new Error(`admission policy ${probe.policy} is not in force 30 s after it was installed`);
         await sleep(100);
       }
     }

@@ -121,3 +121,21 @@ test('concurrent callers of an identity all get a complete kubeconfig, and one t
     await cp.stop();
   }
 });
+
+test('once start() returns, the admission policies are in force: the first forbidden write is refused', async (t) => {
+  const cp = await ControlPlane.start();
+  try {
+    const { runKubectl } = await import('../../hack/controlplane/controlplane.ts');
+    // The agent's ServiceAccount, impersonated (with system:masters, so RBAC lets it through to admission):
+    // its identity carries no node, which the agent policy refuses whatever the object.
+    const as = ['--as', `system:serviceaccount:${cp.namespace}:node-disks-agent`, '--as-group', 'system:masters'];
+    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'node-disks-agent-probe', namespace: cp.namespace }, spec: { holderIdentity: 'probe' } };
+    const refused = await runKubectl(cp.binaries.kubectl, ['--kubeconfig', cp.admin().kubeconfig, ...as, 'create', '--dry-run=server', '-f', '-'], JSON.stringify(lease)).then(
+      () => '',
+      (err: Error) => err.message,
+    );
+    t.regex(refused, /nodedisks-agent-heartbeat\.localtest\.example\.com/, 'the heartbeat policy let the first write through');
+  } finally {
+    await cp.stop();
+  }
+});

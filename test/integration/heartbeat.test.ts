@@ -9,7 +9,7 @@ import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
-import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
+import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test, { auditWrites: true });
 let work = '';
@@ -84,6 +84,9 @@ test.serial("a stopped agent makes the controller mark its node's disks AgentSta
     return items.length === DISKS && items.every((nd) => readyOf(nd)?.reason === reason) ? items : undefined;
   };
   await eventually('every disk Ready', () => all('PhaseMatchesDesired'), 60_000);
+  // What expires must exist first: the disks can be Ready before the agent's first Lease write lands.
+  const lease = () => restFor(cp.admin()).request('GET', `/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases/node-disks-agent-${node}`);
+  await eventually('the heartbeat Lease', async () => await lease().catch(() => undefined), 30_000);
 
   await agent.signal('SIGSTOP');
   const stoppedAt = Date.now();
