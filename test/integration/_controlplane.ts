@@ -53,3 +53,17 @@ export async function denied(t: { fail: (m: string) => void }, p: Promise<unknow
   t.fail('the API server allowed it');
   throw new Error('allowed');
 }
+
+/** A heartbeat Lease as an agent writes it (ADR 24): named for `node`, held by `holder`, renewed now. */
+export function heartbeatLease(node: string, holder = node) {
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name: `node-disks-agent-${node}` } as { name: string; resourceVersion?: string },
+    spec: { holderIdentity: holder, leaseDurationSeconds: 240, renewTime: new Date().toISOString().replace(/Z$/, '000Z') } as {
+      holderIdentity?: string;
+      renewTime?: string;
+      leaseDurationSeconds?: number;
+    },
+  };
+}

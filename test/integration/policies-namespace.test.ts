@@ -14,18 +14,13 @@ import { KubectlError } from '../../hack/controlplane/controlplane.ts';
 import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
 import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
-import { denied, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
+import { denied, heartbeatLease, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const NAMESPACE = 'storage-team';
 const controlPlane = useControlPlane(test, { kustomization: join(REPO_ROOT, 'test/fixtures/kustomize/other-namespace'), namespace: NAMESPACE });
 const meta = (name: string) => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name } }) as const;
 const LEASES = `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`;
-const heartbeat = (node: string) => ({
-  apiVersion: 'coordination.k8s.io/v1',
-  kind: 'Lease',
-  metadata: { name: `node-disks-agent-${node}` },
-  spec: { holderIdentity: node, leaseDurationSeconds: 240, renewTime: new Date().toISOString().replace(/Z$/, '000Z') },
-});
+const heartbeat = (node: string) => heartbeatLease(node);
 
 test('the install lives in storage-team only, and the identities are its ServiceAccounts', async (t) => {
   const cp = controlPlane();

@@ -9,7 +9,7 @@ import { labelValue } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
-import { denied, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
+import { denied, heartbeatLease, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 const meta = (name: string) => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name } }) as const;
@@ -305,12 +305,7 @@ test('for names too long for a label value, the agent labels with the shortened 
 // ADR 24: each agent renews one heartbeat Lease, its own node's; the controller reads them all.
 const LEASES = '/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases';
 type Lease = { metadata: { name: string; resourceVersion?: string }; spec: { holderIdentity?: string; renewTime?: string; leaseDurationSeconds?: number } };
-const heartbeat = (node: string, holder = node): Lease & { apiVersion: string; kind: string } => ({
-  apiVersion: 'coordination.k8s.io/v1',
-  kind: 'Lease',
-  metadata: { name: `node-disks-agent-${node}` },
-  spec: { holderIdentity: holder, leaseDurationSeconds: 240, renewTime: new Date().toISOString().replace(/Z$/, '000Z') },
-});
+const heartbeat = heartbeatLease;
 
 test("the agent of node A creates and renews its own heartbeat Lease, and neither creates nor renews node B's", async (t) => {
   const cp = controlPlane();
