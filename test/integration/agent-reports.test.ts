@@ -1,4 +1,4 @@
-// What the agent reports when it cannot see or cannot write (issue 9, items 5, 7, 10, 11): the real agent
+// What the agent reports when it cannot see or cannot write: the real agent
 // process, with its node-bound identity, against a real API server with the admission policies.
 import { rename, rm, writeFile, mkdtemp, truncate } from 'node:fs/promises';
 import { existsSync } from 'node:fs';

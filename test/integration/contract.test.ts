@@ -179,7 +179,7 @@ test('two field managers applying different fields coexist; the same field confl
   await client.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: 'auto' } } }, { fieldManager: FIELD_MANAGER.argocd });
 });
 
-// Issue 9, item 5: a NodeDisk named other than node-disk-<node>-<disk> of its own spec (api/names.ts) is an
+// A NodeDisk named other than node-disk-<node>-<disk> of its own spec (api/names.ts) is an
 // alias of a disk that nothing acts on; the API server refuses it (a CEL rule at the root of the CRD).
 const LONG_NODE = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(50)}`;
 /** A NodeDisk as the agent makes it (label values shortened as the agent does), under the given name. */

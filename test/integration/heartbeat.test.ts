@@ -1,4 +1,4 @@
-// Agent liveness without per-disk writes (issue 12, ADR 24): the agent renews one heartbeat Lease per node
+// Agent liveness without per-disk writes (ADR 24): the agent renews one heartbeat Lease per node
 // and writes status.node only when something changed; the controller's AgentStale follows the Lease.
 // Real agent and controller processes, node-bound agent token, audit log of every write.
 import { mkdtemp, rm } from 'node:fs/promises';

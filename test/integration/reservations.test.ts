@@ -1,4 +1,4 @@
-// A reservation is never lost by deleting its NodeDisk (issue 9, item 3; ADR 12): the real agent and
+// A reservation is never lost by deleting its NodeDisk (ADR 12): the real agent and
 // controller against a real API server, with the admission policies installed. A reserved NodeDisk's
 // deletion is held by the agent's finalizer until the reservation is released; a marker found on the node
 // with no NodeDisk (finalizer removed by hand, CRD deleted and reinstalled) comes back as a reservation.

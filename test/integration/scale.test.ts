@@ -1,4 +1,4 @@
-// Costs that grow with the number of disks (issue 13): API writes per new disk, how soon a new disk file
+// Costs that grow with the number of disks: API writes per new disk, how soon a new disk file
 // becomes a NodeDisk on a node that already has many, and shell completion past the first page.
 // One control plane with an audit log of every write, so the tests can count who wrote what.
 import { writeFileSync } from 'node:fs';
