@@ -280,6 +280,7 @@ export class ControlPlane {
       { policy: 'nodedisks-agent.localtest.example.com', user: `system:serviceaccount:${ns}:node-disks-agent`, object: nodeDisk },
       { policy: 'nodedisks-agent-heartbeat.localtest.example.com', user: `system:serviceaccount:${ns}:node-disks-agent`, object: lease },
       { policy: 'nodedisks-controller.localtest.example.com', user: `system:serviceaccount:${ns}:node-disks-operator`, object: nodeDisk },
+      { policy: 'nodedisks-controller-leases.localtest.example.com', user: `system:serviceaccount:${ns}:node-disks-operator`, object: lease },
     ].filter((p) => installed.includes(`validatingadmissionpolicybinding.admissionregistration.k8s.io/${p.policy}`));
     const deadline = Date.now() + 30_000;
     for (const probe of probes) {

@@ -101,6 +101,9 @@ test('the controller writes its own fields, and is refused on a reservation of a
   );
   t.regex(release.message, /the controller may move spec\.desired only between Available and Reserved for owner auto/);
   t.is((await nodeDisksFor(cp.admin()).get(manual.metadata.name!)).spec.desired?.owner, 'team-db');
+
+  const forged = await denied(t, restFor(await cp.controller()).request('POST', LEASES, { body: heartbeat('ns-node-gone') }));
+  t.regex(forged.message, /ValidatingAdmissionPolicy 'nodedisks-controller-leases\.localtest\.example\.com'.*heartbeat Leases are the agents' own/);
 });
 
 test('the real agent and controller work with the tokens of storage-team: discovery, auto-reserve and release', async (t) => {

@@ -338,6 +338,24 @@ test("the controller may list the agents' heartbeat Leases", async (t) => {
   t.true(list.items.some((l) => l.spec.holderIdentity === 'node-hb-d'));
 });
 
+test("the controller can neither forge nor renew an agent's heartbeat Lease, and keeps its own leader Lease", async (t) => {
+  const cp = controlPlane();
+  const controller = restFor(await cp.controller());
+  // A node whose agent is gone has no Lease: one the controller made would make that node look alive.
+  const forged = await denied(t, controller.request('POST', LEASES, { body: heartbeat('node-hb-gone') }));
+  t.is(forged.statusCode, 403);
+  t.regex(forged.message, /ValidatingAdmissionPolicy 'nodedisks-controller-leases\.localtest\.example\.com'.*heartbeat Leases are the agents' own/);
+  const live = await restFor(await cp.agent('node-hb-f')).request<Lease>('POST', LEASES, { body: heartbeat('node-hb-f') });
+  const renew = await denied(t, controller.request('PUT', `${LEASES}/${live.metadata.name}`, { body: { ...heartbeat('node-hb-f'), metadata: live.metadata } }));
+  t.regex(renew.message, /heartbeat Leases are the agents' own/);
+  const name = 'nodedisks-policy-test-leader';
+  const own = await controller.request<Lease>('POST', LEASES, {
+    body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name }, spec: { holderIdentity: 'operator-pod' } },
+  });
+  const renewed = await controller.request<Lease>('PUT', `${LEASES}/${name}`, { body: { ...own, spec: { ...own.spec, leaseDurationSeconds: 15 } } });
+  t.is(renewed.spec.leaseDurationSeconds, 15);
+});
+
 function plugin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(

@@ -30,7 +30,7 @@ const policies = policyFiles.flatMap((f) => docs<Policy>(`kustomize/policies/${f
 const serviceAccounts = docs<{ metadata: { name: string; namespace: string } }>('kustomize/rbac/service_accounts.yaml');
 
 test('every policy matches its ServiceAccount by name in whatever namespace the install lives in', (t) => {
-  t.is(policies.length, 3);
+  t.is(policies.length, 4);
   for (const p of policies) {
     const exprs = (p.spec.matchConditions ?? []).map((c) => c.expression);
     t.is(exprs.length, 1, p.metadata.name);
