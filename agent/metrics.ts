@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from '../lib/runtime/metrics.ts';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { registerProcessMetrics } from '../lib/runtime/process-metrics.ts';
 
 export function agentMetrics() {

@@ -1,17 +1,19 @@
 // `npm run bench:scale:plugin`: `kubectl nodedisks list` through kubectl against `kubectl get nodedisks`
 // at 9, 300 and SCALE_N NodeDisks (default 1000) spread round robin over 200 nodes, on one real control
-// plane: median wall time, CPU time (user+sys, steadier than wall time on a shared machine) and peak RSS
-// of each, from GNU time (`/usr/bin/time`; for the plugin that is the kubectl process that execs it).
+// plane: median and p90 of the wall time, of the CPU time (user+sys, steadier than wall time on a shared
+// machine; also its mean) and the peak RSS of each, CPU and RSS from GNU time (`/usr/bin/time`; for the
+// plugin that is the kubectl process that execs it).
 //
 //   SCALE_N=10000,50000 RUNS=3 PLUGINS=bundle:dist/bin,sea:/tmp/sea npm run bench:scale:plugin
 //
 // PLUGINS names directories holding a `kubectl-nodedisks` executable (default: the bundle, dist/bin),
 // so a build from before a change, or the single executable krew installs, can be measured in the same
 // run as kubectl. Both sides use the control plane's kubectl; output goes to /dev/null. Each command
-// runs once as a warm-up (kubectl's discovery cache, Node's compile cache), then the commands take
-// turns, RUNS times, so load from other jobs falls on all of them alike.
+// runs once as a warm-up (kubectl's discovery cache, Node's compile cache, the krew executable's code
+// cache in an XDG_CACHE_HOME of each plugin's own), then the commands take turns, RUNS times, so load from
+// other jobs falls on all of them alike.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { NodeDiskClient } from '../api/client.ts';
@@ -38,31 +40,61 @@ interface Sample {
 
 const work = mkdtempSync(join(tmpdir(), 'bench-scale-plugin-'));
 
-/** One run under GNU time: wall clock, user+sys CPU and peak RSS of the process (and what it execs). */
+/**
+ * One run under GNU time: user+sys CPU (in its 10 ms steps) and peak RSS of the process (and what it
+ * execs); the wall time is this process's clock from spawn to exit, to the fraction of a millisecond
+ * (GNU time's is in 10 ms steps too, as coarse as the differences between builds).
+ */
 function measure(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<Sample> {
   const report = join(work, 'time.txt');
   return new Promise((resolve, reject) => {
+    const started = performance.now();
     execFile('/usr/bin/time', ['-o', report, '-f', '%e %U %S %M', cmd, ...args], { env, maxBuffer: 2 * 1024 * 1024 * 1024 }, (err, _out, stderr) => {
+      const wallMs = performance.now() - started;
       if (err) return reject(new Error(`${cmd} ${args.join(' ')}: ${stderr.slice(0, 2000)}`));
-      const [wall, user, sys, rssKiB] = readFileSync(report, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
-      resolve({ wallMs: wall! * 1000, cpuMs: (user! + sys!) * 1000, rssMiB: rssKiB! / 1024 });
+      const [, user, sys, rssKiB] = readFileSync(report, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
+      resolve({ wallMs, cpuMs: (user! + sys!) * 1000, rssMiB: rssKiB! / 1024 });
     });
   });
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const summary = (s: Sample[]) => ({ wallMs: median(s.map((x) => x.wallMs)), cpuMs: median(s.map((x) => x.cpuMs)), rssMiB: Math.max(...s.map((x) => x.rssMiB)) });
+/** The q-quantile by nearest rank (0.5: the median, the upper one of an even count). */
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]!;
+const summary = (s: Sample[]) => ({
+  wallMs: quantile(
+    s.map((x) => x.wallMs),
+    0.5,
+  ),
+  wallP90: quantile(
+    s.map((x) => x.wallMs),
+    0.9,
+  ),
+  cpuMs: quantile(
+    s.map((x) => x.cpuMs),
+    0.5,
+  ),
+  cpuP90: quantile(
+    s.map((x) => x.cpuMs),
+    0.9,
+  ),
+  rssMiB: Math.max(...s.map((x) => x.rssMiB)),
+  // The mean of values in 10 ms steps resolves differences the median of them cannot.
+  cpuMean: s.reduce((n, x) => n + x.cpuMs, 0) / s.length,
+});
 
 const cp = await ControlPlane.start();
 try {
   const kubectl = cp.binaries.kubectl;
   const client = new NodeDiskClient(new RestClient(loadKubeConfig({ kubeconfig: cp.admin().kubeconfig })));
-  const envFor = (dir: string) => ({ ...process.env, PATH: `${dir}:${process.env.PATH}`, KUBECONFIG: cp.admin().kubeconfig });
+  // Each plugin has a cache directory of its own (the krew executable's code cache, docs/adr/0027), empty
+  // at the start and filled by the warm-up run; only the plugin gets it, not this process (the control
+  // plane's build cache is under XDG_CACHE_HOME too).
+  const envFor = (dir: string, cache = work) => ({ ...process.env, PATH: `${dir}:${process.env.PATH}`, KUBECONFIG: cp.admin().kubeconfig, XDG_CACHE_HOME: cache });
   const uptime = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-  console.log(`Kubernetes ${cp.binaries.kubernetesVersion}, kubectl ${kubectl}; NodeDisks over ${NODES} nodes; median of ${RUNS} runs after a warm-up; load average at start ${uptime()}`);
+  console.log(`Kubernetes ${cp.binaries.kubernetesVersion}, kubectl ${kubectl}; NodeDisks over ${NODES} nodes; median and p90 of ${RUNS} runs after a warm-up; load average at start ${uptime()}`);
   console.log(`plugins: ${PLUGINS.map((p) => `${p.name} = ${p.dir}`).join(', ')}`);
-  const head = PLUGINS.map((p) => `${p.name}: wall | ratio | CPU | RSS`).join(' | ');
-  console.log(`| NodeDisks | kubectl get: wall | CPU | RSS | ${head} | load |`);
+  const head = PLUGINS.map((p) => `${p.name}: wall (p90) | ratio | CPU (p90; mean) | RSS`).join(' | ');
+  console.log(`| NodeDisks | kubectl get: wall (p90) | CPU (p90; mean) | RSS | ${head} | load |`);
   console.log(`| --- | --- | --- | --- | ${PLUGINS.map(() => '--- | --- | --- | ---').join(' | ')} | --- |`);
   let created = 0;
   for (const size of SIZES) {
@@ -70,7 +102,14 @@ try {
     await populateReported(client, created, size);
     created = size;
     if (size > 300) console.error(`populated ${size} NodeDisks in ${((Date.now() - started) / 1000).toFixed(0)} s`);
-    const commands = [{ args: ['get', 'nodedisks'], env: envFor(PLUGINS[0]!.dir) }, ...PLUGINS.map((p) => ({ args: ['nodedisks', 'list'], env: envFor(p.dir) }))];
+    const commands = [
+      { args: ['get', 'nodedisks'], env: envFor(PLUGINS[0]!.dir) },
+      ...PLUGINS.map((p, i) => {
+        const cache = join(work, `cache-${size}-${i}`);
+        mkdirSync(cache, { mode: 0o700 });
+        return { args: ['nodedisks', 'list'], env: envFor(p.dir, cache) };
+      }),
+    ];
     const samples: Sample[][] = commands.map(() => []);
     for (const c of commands) await measure(kubectl, c.args, c.env);
     for (let r = 0; r < RUNS; r++) {
@@ -79,8 +118,10 @@ try {
     const [get, ...plugins] = samples.map(summary);
     const ms = (x: number) => `${x.toFixed(0)} ms`;
     const mib = (x: number) => `${x.toFixed(0)} MiB`;
-    const cells = plugins.map((p) => `${ms(p.wallMs)} | ${(p.wallMs / get!.wallMs).toFixed(2)} | ${ms(p.cpuMs)} | ${mib(p.rssMiB)}`).join(' | ');
-    console.log(`| ${size} | ${ms(get!.wallMs)} | ${ms(get!.cpuMs)} | ${mib(get!.rssMiB)} | ${cells} | ${uptime()} |`);
+    const cells = plugins
+      .map((p) => `${ms(p.wallMs)} (${ms(p.wallP90)}) | ${(p.wallMs / get!.wallMs).toFixed(2)} | ${ms(p.cpuMs)} (${ms(p.cpuP90)}; ${ms(p.cpuMean)}) | ${mib(p.rssMiB)}`)
+      .join(' | ');
+    console.log(`| ${size} | ${ms(get!.wallMs)} (${ms(get!.wallP90)}) | ${ms(get!.cpuMs)} (${ms(get!.cpuP90)}; ${ms(get!.cpuMean)}) | ${mib(get!.rssMiB)} | ${cells} | ${uptime()} |`);
   }
 } finally {
   await cp.stop();

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from '../lib/runtime/metrics.ts';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { registerProcessMetrics } from '../lib/runtime/process-metrics.ts';
 
 /** `leading` is asked at each scrape: the `leader` gauge is never a remembered value. */

@@ -1,5 +1,5 @@
 // What `cluster:ssh` and `cluster:node` both check first: a node name of this cluster, and a cluster running.
-import { NODE_NAMES } from './cluster.ts';
+import { NODE_NAMES } from './topology.ts';
 import { isAlive, readState, type ClusterState } from './state.ts';
 
 /** The running cluster's state and the node's index, or a usage/error message and exit (2 usage, 1 not running). */

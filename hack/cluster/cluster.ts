@@ -9,64 +9,33 @@
 //   host          a unix-socket relay: kubectl on the host talks to 127.0.0.1:<port>
 // Every process goes into a cgroup we made (ndc-cp, ndc-m0N), so teardown ends them all, containers
 // included, and only them.
+//
+// This file starts and supervises the processes and brings the cluster up in order; what it starts is
+// described beside it: topology.ts (names, addresses, the per-node mounts), network.ts (namespaces,
+// bridge, veths), pki.ts (certificates, kubeconfigs), controlplane-args.ts (the control plane's command
+// lines), node-config.ts (containerd's and the kubelet's configuration), images.ts (the images).
 
-import { randomBytes, generateKeyPairSync } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { dump } from 'js-yaml';
 import { ensureBinaries, ensureNodeBinaries, type ControlPlaneBinaries, type NodeBinaries } from '../controlplane/binaries.ts';
 import { ServerProcess } from '../lib/process.ts';
 import { createCgroup, killCgroupProcesses, mkdirRecorded, readSysctls, restoreSysctls, sh, sleep } from './host.ts';
 import { buildImages } from './images.ts';
+import { buildNetwork } from './network.ts';
+import { apiserverArgs, controllerManagerArgs, etcdArgs, schedulerArgs } from './controlplane-args.ts';
+import { containerdConfig, kubeletConfig } from './node-config.ts';
 import { writeArchive } from './oci.ts';
+import { makePki, writeKubeconfig } from './pki.ts';
 import { splice } from './splice.ts';
 import { processStart, saveState, type ClusterState } from './state.ts';
+import { API_ADDRESS, API_PORT, CP_CGROUP, holderPid, NODE_MOUNTS, NODE_NAMES, type NodeSpec, nodeSpec, SWITCH_NS } from './topology.ts';
 
 const ENTER = fileURLToPath(new URL('./enter.sh', import.meta.url));
 const RELAY = fileURLToPath(new URL('./relay.ts', import.meta.url));
-
-export const SWITCH_NS = 'ndc-sw';
-export const BRIDGE = 'ndcbr0';
-export const SUBNET_PREFIX = '10.213.0';
-export const API_ADDRESS = `${SUBNET_PREFIX}.1`;
-export const API_PORT = 6443;
-export const CP_CGROUP = 'ndc-cp';
-export const NODE_NAMES = ['node-disks-dev-m02', 'node-disks-dev-m03', 'node-disks-dev-m04'];
-export const DISK_DIR = '/var/lib/node-disks-manager/disks';
-
-export interface NodeSpec {
-  name: string;
-  short: string; // m02
-  netns: string; // ndc-m02
-  cgroup: string; // ndc-m02
-  ip: string;
-  dir: string;
-}
-
-export function nodeSpec(dataDir: string, name: string, index: number): NodeSpec {
-  const short = name.slice(name.lastIndexOf('-') + 1);
-  return { name, short, netns: `ndc-${short}`, cgroup: `ndc-${short}`, ip: `${SUBNET_PREFIX}.${12 + index}`, dir: join(dataDir, 'nodes', short) };
-}
-
-/**
- * The host paths the kubelet and containerd use that cannot be configured away, and what each node
- * sees there instead (a dir of its own, bind-mounted in its mount namespace).
- */
-export const NODE_MOUNTS: [hostPath: string, nodeSubdir: string][] = [
-  ['/var/lib/kubelet', 'kubelet'],
-  ['/var/lib/containerd', 'containerd'],
-  ['/run/containerd', 'run-containerd'],
-  ['/var/log/containers', 'log-containers'],
-  ['/var/log/pods', 'log-pods'],
-  ['/var/lib/node-disks-manager', 'node-disks-manager'],
-];
-
-export function holderPid(node: NodeSpec): number {
-  return Number(readFileSync(join(node.dir, 'holder.pid'), 'utf8').trim());
-}
 
 export interface ClusterOptions {
   dataDir: string;
@@ -122,20 +91,7 @@ export class Cluster {
   }
 
   async network(): Promise<void> {
-    await this.addNetns(SWITCH_NS);
-    await sh('ip', ['-n', SWITCH_NS, 'link', 'add', BRIDGE, 'type', 'bridge']);
-    await sh('ip', ['-n', SWITCH_NS, 'addr', 'add', `${API_ADDRESS}/24`, 'dev', BRIDGE]);
-    await sh('ip', ['-n', SWITCH_NS, 'link', 'set', BRIDGE, 'up']);
-    for (const n of this.nodes) {
-      await this.addNetns(n.netns);
-      const veth = `ndcv-${n.short}`;
-      // Both ends are created in our namespaces (-n): the host's namespace never sees a link.
-      await sh('ip', ['-n', SWITCH_NS, 'link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', n.netns]);
-      await sh('ip', ['-n', SWITCH_NS, 'link', 'set', veth, 'master', BRIDGE, 'up']);
-      await sh('ip', ['-n', n.netns, 'addr', 'add', `${n.ip}/24`, 'dev', 'eth0']);
-      await sh('ip', ['-n', n.netns, 'link', 'set', 'eth0', 'up']);
-      await sh('ip', ['-n', n.netns, 'route', 'add', 'default', 'via', API_ADDRESS]);
-    }
+    await buildNetwork(this.nodes, (name) => this.addNetns(name));
   }
 
   // ---- processes -------------------------------------------------------------------------------
@@ -172,59 +128,9 @@ export class Cluster {
 
   // ---- control plane ---------------------------------------------------------------------------
 
-  private async pki(): Promise<{ ca: string; dir: string }> {
-    const dir = join(this.dataDir, 'pki');
-    await mkdir(dir, { recursive: true });
-    const ca = join(dir, 'ca.crt');
-    if (!existsSync(ca)) {
-      await sh('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'ca.key'), '-out', ca, '-days', '3650', '-subj', '/CN=nodedisks-local-cluster-ca']);
-    }
-    const ext = join(dir, 'apiserver.ext');
-    await writeFile(
-      ext,
-      `subjectAltName=IP:127.0.0.1,IP:${API_ADDRESS},IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n` +
-        'extendedKeyUsage=serverAuth\n',
-    );
-    await sh('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'apiserver.key'), '-out', join(dir, 'apiserver.csr'), '-subj', '/CN=kube-apiserver']);
-    await sh('openssl', [
-      'x509',
-      '-req',
-      '-in',
-      join(dir, 'apiserver.csr'),
-      '-CA',
-      ca,
-      '-CAkey',
-      join(dir, 'ca.key'),
-      '-CAcreateserial',
-      '-out',
-      join(dir, 'apiserver.crt'),
-      '-days',
-      '3650',
-      '-extfile',
-      ext,
-    ]);
-    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    await writeFile(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
-    await writeFile(join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
-    return { ca, dir };
-  }
-
-  private async writeKubeconfig(file: string, server: string, ca: string, user: string, token: string): Promise<string> {
-    const cfg = {
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'nodedisks-local', cluster: { server, 'certificate-authority': ca } }],
-      users: [{ name: user, user: { token } }],
-      contexts: [{ name: 'nodedisks-local', context: { cluster: 'nodedisks-local', user } }],
-      'current-context': 'nodedisks-local',
-    };
-    await writeFile(file, dump(cfg), { mode: 0o600 });
-    return file;
-  }
-
   async controlPlane(): Promise<void> {
     await mkdir(join(this.dataDir, 'logs'), { recursive: true });
-    const { ca, dir } = await this.pki();
+    const { ca, dir } = await makePki(this.dataDir);
     this.adminToken = randomBytes(24).toString('hex');
     const lines = [`${this.adminToken},nodedisks-admin,uid-admin,"system:masters"`];
     const nodeTokens = new Map<string, string>();
@@ -235,45 +141,15 @@ export class Cluster {
       lines.push(`${t},system:node:${n.name},uid-${n.name},"system:nodes"`);
     }
     await writeFile(join(dir, 'tokens.csv'), `${lines.join('\n')}\n`, { mode: 0o600 });
-    const internal = await this.writeKubeconfig(join(dir, 'admin-internal.yaml'), `https://127.0.0.1:${API_PORT}`, ca, 'admin', this.adminToken);
+    const internal = await writeKubeconfig(join(dir, 'admin-internal.yaml'), `https://127.0.0.1:${API_PORT}`, ca, 'admin', this.adminToken);
     for (const n of this.nodes) {
-      await this.writeKubeconfig(join(dir, `kubelet-${n.short}.yaml`), `https://${API_ADDRESS}:${API_PORT}`, ca, `system:node:${n.name}`, nodeTokens.get(n.name)!);
+      await writeKubeconfig(join(dir, `kubelet-${n.short}.yaml`), `https://${API_ADDRESS}:${API_PORT}`, ca, `system:node:${n.name}`, nodeTokens.get(n.name)!);
     }
 
     await this.addCgroup(CP_CGROUP);
     const sw = `netns:${SWITCH_NS}`;
-    this.start('etcd', CP_CGROUP, sw, [
-      this.cp.etcd,
-      '--name=default',
-      `--data-dir=${join(this.dataDir, 'etcd')}`,
-      '--listen-client-urls=http://127.0.0.1:2379',
-      '--advertise-client-urls=http://127.0.0.1:2379',
-      '--listen-peer-urls=http://127.0.0.1:2380',
-      '--initial-advertise-peer-urls=http://127.0.0.1:2380',
-      '--initial-cluster=default=http://127.0.0.1:2380',
-      '--unsafe-no-fsync=true',
-      '--log-level=warn',
-    ]);
-    this.start('kube-apiserver', CP_CGROUP, sw, [
-      this.cp.kubeApiserver,
-      '--etcd-servers=http://127.0.0.1:2379',
-      '--bind-address=0.0.0.0',
-      `--advertise-address=${API_ADDRESS}`,
-      `--secure-port=${API_PORT}`,
-      `--tls-cert-file=${join(dir, 'apiserver.crt')}`,
-      `--tls-private-key-file=${join(dir, 'apiserver.key')}`,
-      `--client-ca-file=${ca}`,
-      `--token-auth-file=${join(dir, 'tokens.csv')}`,
-      '--authorization-mode=Node,RBAC',
-      '--enable-admission-plugins=NodeRestriction',
-      '--service-account-issuer=https://kubernetes.default.svc',
-      `--service-account-key-file=${join(dir, 'sa.pub')}`,
-      `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
-      '--allow-privileged=true',
-      // The kubelets' hostnames resolve nowhere: reach them by their InternalIP (kubectl logs/exec).
-      '--kubelet-preferred-address-types=InternalIP',
-    ]);
+    this.start('etcd', CP_CGROUP, sw, etcdArgs(this.cp.etcd, this.dataDir));
+    this.start('kube-apiserver', CP_CGROUP, sw, apiserverArgs(this.cp.kubeApiserver, dir, ca));
     // The relay: host 127.0.0.1:<free port> -> unix socket -> (switch netns) 127.0.0.1:6443.
     const socket = join(this.dataDir, 'apiserver.sock');
     this.start('relay', CP_CGROUP, sw, [process.execPath, RELAY, socket, '127.0.0.1', String(API_PORT)]);
@@ -282,24 +158,11 @@ export class Cluster {
       this.relayServer!.listen(0, '127.0.0.1', () => resolve((this.relayServer!.address() as { port: number }).port));
     });
     this.server = `https://127.0.0.1:${port}`;
-    this.kubeconfig = await this.writeKubeconfig(join(this.dataDir, 'kubeconfig'), this.server, ca, 'admin', this.adminToken);
+    this.kubeconfig = await writeKubeconfig(join(this.dataDir, 'kubeconfig'), this.server, ca, 'admin', this.adminToken);
     await this.until('the API server is ready', 120_000, async () => (await this.kubectl(['get', '--raw', '/readyz']).catch(() => '')) === 'ok');
 
-    this.start(
-      'kube-controller-manager',
-      CP_CGROUP,
-      sw,
-      [
-        this.nb.kubeControllerManager,
-        `--kubeconfig=${internal}`,
-        `--root-ca-file=${ca}`,
-        `--service-account-private-key-file=${join(dir, 'sa.key')}`,
-        '--leader-elect=false',
-        '--bind-address=127.0.0.1',
-      ],
-      true,
-    );
-    this.start('kube-scheduler', CP_CGROUP, sw, [this.nb.kubeScheduler, `--kubeconfig=${internal}`, '--leader-elect=false', '--bind-address=127.0.0.1'], true);
+    this.start('kube-controller-manager', CP_CGROUP, sw, controllerManagerArgs(this.nb.kubeControllerManager, internal, dir, ca), true);
+    this.start('kube-scheduler', CP_CGROUP, sw, schedulerArgs(this.nb.kubeScheduler, internal), true);
   }
 
   async kubectl(args: string[], timeoutMs = 60_000): Promise<string> {
@@ -317,65 +180,12 @@ export class Cluster {
 
   // ---- nodes -----------------------------------------------------------------------------------
 
-  private containerdConfig(n: NodeSpec): string {
-    return `version = 2
-root = "/var/lib/containerd"
-state = "/run/containerd"
-[grpc]
-  address = "/run/containerd/containerd.sock"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "localhost/nodedisks-pause:1"
-  # runc cannot write oom_score_adj below its parent's without CAP_SYS_RESOURCE, which root lacks here
-  # ("can't get final child's PID from pipe: EOF"): keep the container's score at least the parent's.
-  restrict_oom_score_adj = true
-  disable_apparmor = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "${join(n.dir, 'cni')}"
-`;
-  }
-
-  private kubeletConfig(n: NodeSpec): string {
-    return dump({
-      apiVersion: 'kubelet.config.k8s.io/v1beta1',
-      kind: 'KubeletConfiguration',
-      // This machine has cgroup v1, which kubelet 1.35 refuses unless told.
-      failCgroupV1: false,
-      cgroupDriver: 'cgroupfs',
-      // Each node its own cgroup subtree (ours), so three kubelets do not fight over /kubepods.
-      cgroupRoot: `/${n.cgroup}`,
-      address: n.ip,
-      healthzBindAddress: '127.0.0.1',
-      readOnlyPort: 0,
-      // Reachable only inside the switch namespace: the API server (kubectl logs/exec) needs no client certificate.
-      authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
-      authorization: { mode: 'AlwaysAllow' },
-      containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
-      volumePluginDir: join(n.dir, 'volume-plugins'),
-      failSwapOn: false,
-      makeIPTablesUtilChains: false,
-      protectKernelDefaults: false,
-      // A shared dev machine's disk is often fuller than eviction's defaults allow.
-      evictionHard: { 'memory.available': '50Mi', 'nodefs.available': '1%', 'imagefs.available': '1%', 'nodefs.inodesFree': '1%' },
-      imageGCHighThresholdPercent: 100,
-      imageGCLowThresholdPercent: 99,
-      resolvConf: '/etc/resolv.conf',
-      serializeImagePulls: false,
-      localStorageCapacityIsolation: true,
-    });
-  }
-
   async startNode(n: NodeSpec): Promise<void> {
     for (const sub of ['cni', 'volume-plugins', 'cert', ...NODE_MOUNTS.map(([, s]) => s)]) await mkdir(join(n.dir, sub), { recursive: true });
     await mkdir(join(n.dir, 'node-disks-manager', 'disks'), { recursive: true });
     await writeFile(join(n.dir, 'cni', '10-loopback.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'loopback', plugins: [{ type: 'loopback' }] }));
-    await writeFile(join(n.dir, 'containerd.toml'), this.containerdConfig(n));
-    await writeFile(join(n.dir, 'kubelet.yaml'), this.kubeletConfig(n));
+    await writeFile(join(n.dir, 'containerd.toml'), containerdConfig(n));
+    await writeFile(join(n.dir, 'kubelet.yaml'), kubeletConfig(n));
     for (const [host] of NODE_MOUNTS) {
       const created = await mkdirRecorded(host);
       if (created.length) await this.record((s) => s.createdDirs.push(...created));

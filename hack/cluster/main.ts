@@ -5,9 +5,10 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../lib/paths.ts';
-import { Cluster, DISK_DIR, NODE_NAMES } from './cluster.ts';
+import { Cluster } from './cluster.ts';
 import { serveControl } from './control.ts';
 import { sh } from './host.ts';
+import { DISK_DIR, NODE_NAMES } from './topology.ts';
 import { isAlive, leftovers, readState, undo } from './state.ts';
 
 const say = (line: string) => console.log(line);

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { runningClusterNode } from './cli.ts';
-import { holderPid, nodeSpec } from './cluster.ts';
+import { holderPid, nodeSpec } from './topology.ts';
 
 const ENTER = fileURLToPath(new URL('./enter.sh', import.meta.url));
 const [arg, ...command] = process.argv.slice(2);

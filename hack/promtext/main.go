@@ -1,8 +1,8 @@
 // nodedisks-promtext reads a /metrics text (Prometheus exposition format 0.0.4) on stdin and parses it
 // with Prometheus' own parser (github.com/prometheus/common/expfmt, what the Prometheus server and
 // client_golang's tools use), then lints it with client_golang's promlint. It prints JSON: the families
-// as parsed, the lint problems, or the parse error. Our tests use it as the independent judge of
-// lib/runtime/metrics.ts's output.
+// as parsed, the lint problems, or the parse error. Our tests use it as the independent judge of the
+// agent's and the controller's /metrics text.
 package main
 
 import (

@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import type { Registry } from './metrics.ts';
+import type { Registry } from 'prom-client';
 
 /** undefined when fine, otherwise why not. */
 export type Probe = () => string | undefined;
@@ -62,16 +62,16 @@ export async function startOpsServer(o: OpsServerOptions): Promise<{ server: Ser
     if (path === '/healthz' || path === '/livez') return probe(o.healthz);
     if (path === '/readyz') return probe(o.readyz);
     if (path === '/metrics') {
-      let text: string;
-      try {
-        text = o.registry.metrics();
-      } catch (err) {
-        res.writeHead(500, { 'Content-Type': 'text/plain' });
-        res.end(`${(err as Error).message}\n`);
-        return;
-      }
-      res.writeHead(200, { 'Content-Type': o.registry.contentType });
-      res.end(text);
+      o.registry.metrics().then(
+        (text) => {
+          res.writeHead(200, { 'Content-Type': o.registry.contentType });
+          res.end(text);
+        },
+        (err: unknown) => {
+          res.writeHead(500, { 'Content-Type': 'text/plain' });
+          res.end(`${(err as Error).message}\n`);
+        },
+      );
       return;
     }
     res.writeHead(404);

@@ -7,7 +7,7 @@ import test, { type ExecutionContext } from 'ava';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
-import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/cluster.ts';
+import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
 import { readSysctls, sh } from '../../hack/cluster/host.ts';
 import { assertNothingLeft, clusterEnv, nodeControl, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
 

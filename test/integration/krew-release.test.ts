@@ -12,7 +12,9 @@ import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { load } from 'js-yaml';
-import { PLATFORMS, release, type Built } from '../../hack/release.ts';
+import { release } from '../../hack/release.ts';
+import type { Built } from '../../hack/release-manifest.ts';
+import { PLATFORMS } from '../../hack/release-platforms.ts';
 import { cacheRoot, REPO_ROOT } from '../../hack/lib/paths.ts';
 import { ensureKrew, ensureValidateKrewManifest } from '../../hack/krew/krew.ts';
 

@@ -1,0 +1,44 @@
+// What the local cluster is made of (docs/adr/0016-local-cluster.md): its namespaces, addresses,
+// cgroups, node names, and the per-node dirs that stand in for the paths kubelet and containerd hard-code.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const SWITCH_NS = 'ndc-sw';
+export const BRIDGE = 'ndcbr0';
+export const SUBNET_PREFIX = '10.213.0';
+export const API_ADDRESS = `${SUBNET_PREFIX}.1`;
+export const API_PORT = 6443;
+export const CP_CGROUP = 'ndc-cp';
+export const NODE_NAMES = ['node-disks-dev-m02', 'node-disks-dev-m03', 'node-disks-dev-m04'];
+export const DISK_DIR = '/var/lib/node-disks-manager/disks';
+
+export interface NodeSpec {
+  name: string;
+  short: string; // m02
+  netns: string; // ndc-m02
+  cgroup: string; // ndc-m02
+  ip: string;
+  dir: string;
+}
+
+export function nodeSpec(dataDir: string, name: string, index: number): NodeSpec {
+  const short = name.slice(name.lastIndexOf('-') + 1);
+  return { name, short, netns: `ndc-${short}`, cgroup: `ndc-${short}`, ip: `${SUBNET_PREFIX}.${12 + index}`, dir: join(dataDir, 'nodes', short) };
+}
+
+/**
+ * The host paths the kubelet and containerd use that cannot be configured away, and what each node
+ * sees there instead (a dir of its own, bind-mounted in its mount namespace).
+ */
+export const NODE_MOUNTS: [hostPath: string, nodeSubdir: string][] = [
+  ['/var/lib/kubelet', 'kubelet'],
+  ['/var/lib/containerd', 'containerd'],
+  ['/run/containerd', 'run-containerd'],
+  ['/var/log/containers', 'log-containers'],
+  ['/var/log/pods', 'log-pods'],
+  ['/var/lib/node-disks-manager', 'node-disks-manager'],
+];
+
+export function holderPid(node: NodeSpec): number {
+  return Number(readFileSync(join(node.dir, 'holder.pid'), 'utf8').trim());
+}
