@@ -45,8 +45,10 @@ const SCAN = '/scan';
  * What the agent keeps of a NodeDisk: all but metadata.managedFields, which it never reads (its writes are
  * server-side applies and merge patches that do not need them) and which are about half of each object.
  * The informer's transform, so it applies to list pages, watch events and the agent's own writes alike.
+ * In place: the parsed object is the informer's own. (The controller keeps much less of each object, for
+ * other reads: controller/cache.ts.)
  */
-function withoutManagedFields(nd: NodeDisk): NodeDisk {
+function dropManagedFields(nd: NodeDisk): NodeDisk {
   delete nd.metadata.managedFields;
   return nd;
 }
@@ -88,7 +90,7 @@ export class Agent {
           this.synced(); // the first scan waits for this, even on a node with no NodeDisk yet
         },
       },
-      { log: o.log.with({ loop: 'informer' }), transform: withoutManagedFields },
+      { log: o.log.with({ loop: 'informer' }), transform: dropManagedFields },
     );
     const cache: DiskCache = {
       get: (name) => this.informer.cache.get(name),
