@@ -148,7 +148,3 @@ export function diskIdOfEntry(name: string): string | undefined {
 function vanished(err: unknown): boolean {
   return (err as NodeJS.ErrnoException).code === 'ENOENT';
 }
-
-export function markerName(diskID: string): string {
-  return `${diskID}${DISK_SUFFIX}${MARKER_SUFFIX}`;
-}

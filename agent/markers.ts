@@ -12,8 +12,13 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import { MARKER_CONTENT } from '../api/constants.ts';
-import { fileTypeOf, markerName, type FileType } from './discover.ts';
+import { DISK_SUFFIX, MARKER_CONTENT, MARKER_SUFFIX } from '../api/constants.ts';
+import { fileTypeOf, type FileType } from './discover.ts';
+
+/** The marker file's name beside a disk image: `<disk>.img.reserved`. */
+export function markerName(diskID: string): string {
+  return `${diskID}${DISK_SUFFIX}${MARKER_SUFFIX}`;
+}
 
 export type MarkerState =
   | { kind: 'absent' }

@@ -12,12 +12,12 @@ export function isProtected(nd: NodeDisk): boolean {
   return nd.metadata.finalizers?.includes(FINALIZER) ?? false;
 }
 
-export async function addProtection(client: NodeDiskClient, nd: NodeDisk): Promise<NodeDisk> {
+export async function addProtection(client: Pick<NodeDiskClient, 'mergePatch'>, nd: NodeDisk): Promise<NodeDisk> {
   const finalizers = [...(nd.metadata.finalizers ?? []), FINALIZER];
   return await client.mergePatch(nd.metadata.name ?? '', { metadata: { resourceVersion: nd.metadata.resourceVersion, finalizers } }, { fieldManager: FIELD_MANAGER.agent });
 }
 
-export async function removeProtection(client: NodeDiskClient, nd: NodeDisk): Promise<NodeDisk> {
+export async function removeProtection(client: Pick<NodeDiskClient, 'mergePatch'>, nd: NodeDisk): Promise<NodeDisk> {
   const rest = (nd.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
   return await client.mergePatch(
     nd.metadata.name ?? '',

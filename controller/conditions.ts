@@ -20,7 +20,7 @@ export interface ReadyVerdict {
  * Lease says (controller/heartbeat.ts, ADR 24); without one (an agent from before it, or none given) the
  * report's lastSeenTime decides staleness against `staleAfterMs`, as before.
  */
-export function readiness(nd: NodeDisk, now: number, staleAfterMs: number, liveness?: AgentLiveness): ReadyVerdict {
+export function readyCondition(nd: NodeDisk, now: number, staleAfterMs: number, liveness?: AgentLiveness): ReadyVerdict {
   const desired = nd.spec.desired?.state ?? 'Available';
   const node = nd.status?.node;
   if (!node?.phase) {

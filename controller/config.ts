@@ -1,10 +1,9 @@
 // Controller configuration from flags and environment.
 import { hostname } from 'node:os';
 import yargs from 'yargs';
-import { stopIfHelp, strictFlags } from '../lib/runtime/flags.ts';
+import { daemonConfig, daemonFlags, stopIfHelp, strictFlags } from '../lib/runtime/flags.ts';
 import { parseDuration } from '../lib/runtime/duration.ts';
-import { parseLevel, type Level } from '../lib/runtime/log.ts';
-import { parseAddress } from '../lib/runtime/server.ts';
+import type { Level } from '../lib/runtime/log.ts';
 
 export interface ControllerConfig {
   kubeconfig: string | undefined;
@@ -26,11 +25,7 @@ export interface ControllerConfig {
 }
 
 export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ControllerConfig {
-  const parser = yargs(argv)
-    .scriptName('node-disks-operator')
-    .usage('$0 [flags]\n\nApplies the auto-reserve label policy to NodeDisks and reports their conditions.')
-    .option('kubeconfig', { type: 'string', describe: 'Path to a kubeconfig; in-cluster config when unset' })
-    .option('http-address', { type: 'string', default: env.HTTP_ADDRESS ?? ':8080', describe: 'Address for /metrics, /healthz and /readyz' })
+  const parser = daemonFlags(yargs(argv).scriptName('node-disks-operator').usage('$0 [flags]\n\nApplies the auto-reserve label policy to NodeDisks and reports their conditions.'), env)
     .option('leader-elect', { type: 'boolean', default: true, describe: 'Use a Lease so only one replica acts' })
     .option('leader-election-namespace', { type: 'string', default: env.POD_NAMESPACE ?? 'node-disks-system' })
     .option('leader-election-id', { type: 'string', default: 'node-disks-operator.localtest.example.com' })
@@ -61,14 +56,13 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     // A fuse, not a throttle: at the defaults the API server (its CPU, its priority and fairness) is what
     // bounds a cold start of tens of thousands of NodeDisks, not this client. See docs/adr/0023.
     .option('kube-api-qps', { type: 'number', default: 500, describe: "Requests per second to the API server, all workers together (client-go's QPS); leader election is not counted" })
-    .option('kube-api-burst', { type: 'number', default: 1000, describe: "Requests allowed at once above --kube-api-qps before it applies (client-go's burst)" })
-    .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info' });
+    .option('kube-api-burst', { type: 'number', default: 1000, describe: "Requests allowed at once above --kube-api-qps before it applies (client-go's burst)" });
   const a = strictFlags(parser).parseSync();
   stopIfHelp(a);
-  parseAddress(a['http-address']);
+  const daemon = daemonConfig(a);
   const cfg: ControllerConfig = {
-    kubeconfig: a.kubeconfig,
-    httpAddress: a['http-address'],
+    kubeconfig: daemon.kubeconfig,
+    httpAddress: daemon.httpAddress,
     leaderElect: a['leader-elect'],
     leaderElectionNamespace: a['leader-election-namespace'],
     leaderElectionId: a['leader-election-id'],
@@ -82,7 +76,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     workers: a.workers,
     kubeApiQps: a['kube-api-qps'],
     kubeApiBurst: a['kube-api-burst'],
-    logLevel: parseLevel(a['log-level']),
+    logLevel: daemon.logLevel,
   };
   if (!(cfg.leaseDurationMs > cfg.renewDeadlineMs && cfg.renewDeadlineMs > cfg.retryPeriodMs)) {
     throw new Error('leader election timings must satisfy --lease-duration > --renew-deadline > --retry-period');

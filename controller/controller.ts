@@ -7,7 +7,7 @@ import { isApiError } from '../lib/kube/errors.ts';
 import { Informer } from '../lib/kube/informer.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import type { ControllerMetrics } from './metrics.ts';
-import { WorkQueue } from './queue.ts';
+import { WorkQueue } from '../lib/kube/workqueue.ts';
 import type { Reconciler } from './reconciler.ts';
 import { leanNodeDisk } from './cache.ts';
 
@@ -30,8 +30,10 @@ export class Controller {
       { list: (l) => o.client.list(l), listText: (l) => o.client.listText(l), watch: (w, s) => o.client.watch(w, s) },
       {
         onUpsert: (nd) => this.queue.add(nd.metadata.name ?? ''),
+        // A relist looks at every NodeDisk again: a sweep, behind the ones something happened to (a
+        // changed object of the relist is an upsert first).
         onSync: () => {
-          for (const name of this.informer.cache.keys()) this.queue.add(name);
+          for (const name of this.informer.cache.keys()) this.queue.add(name, 'sweep');
         },
       },
       // The cache keeps only what the controller reads (./cache.ts).

@@ -12,7 +12,7 @@ import type { NodeDiskClient } from '../api/client.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/runtime/log.ts';
-import { controllerStatus, readiness, sameControllerStatus } from './conditions.ts';
+import { controllerStatus, readyCondition, sameControllerStatus } from './conditions.ts';
 import type { EventRecorder } from './events.ts';
 import type { AgentHeartbeats } from './heartbeat.ts';
 import type { ControllerMetrics } from './metrics.ts';
@@ -124,7 +124,7 @@ export class Reconciler {
     const heartbeats = this.o.heartbeats;
     // Staleness is not judged before the heartbeat Leases are known: a node would look Lease-less.
     if (heartbeats && !heartbeats.hasSynced) return { updated: current, wrote, requeueAfterMs: 1000 };
-    const ready = readiness(current, now, this.o.staleAfterMs, heartbeats?.liveness(current.spec.nodeName));
+    const ready = readyCondition(current, now, this.o.staleAfterMs, heartbeats?.liveness(current.spec.nodeName));
     const after = decide(current);
     const status = controllerStatus(current, after, ready, new Date(now));
     if (!sameControllerStatus(current.status, status)) {

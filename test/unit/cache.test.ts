@@ -1,11 +1,11 @@
 // The controller's cache keeps a lean copy of each NodeDisk (controller/cache.ts). Whatever the policy,
-// the readiness verdict, the status and the writes' identity read must come out the same from the lean
+// the Ready condition verdict, the status and the writes' identity read must come out the same from the lean
 // copy as from the whole object; what nothing reads (managedFields first) must be gone.
 import test from 'ava';
 import { AUTO_OWNER, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { leanNodeDisk } from '../../controller/cache.ts';
-import { controllerStatus, readiness } from '../../controller/conditions.ts';
+import { controllerStatus, readyCondition } from '../../controller/conditions.ts';
 import { decide } from '../../controller/policy.ts';
 import { fullNodeDisk } from '../../hack/lib/nodedisks.ts';
 
@@ -48,8 +48,8 @@ for (const [name, full] of variants) {
     const lean = leanNodeDisk(full);
     const now = Date.parse('2026-01-02T03:05:00Z');
     t.deepEqual(decide(lean), decide(full));
-    const ready = readiness(full, now, 15 * 60_000);
-    t.deepEqual(readiness(lean, now, 15 * 60_000), ready);
+    const ready = readyCondition(full, now, 15 * 60_000);
+    t.deepEqual(readyCondition(lean, now, 15 * 60_000), ready);
     t.deepEqual(controllerStatus(lean, decide(lean), ready, new Date(now)), controllerStatus(full, decide(full), ready, new Date(now)));
     // What the writes and Events carry: name and resourceVersion (conditional apply), uid (Event regarding),
     // creationTimestamp (the first-report grace), generation (observedGeneration).

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { WorkQueue } from '../../controller/queue.ts';
+// lib/kube/workqueue.ts: one test per property the agent and the controller rely on.
+import { WorkQueue } from '../../lib/kube/workqueue.ts';
 
 test('a key added twice while waiting is handed out once', async (t) => {
   const q = new WorkQueue();
@@ -12,15 +13,62 @@ test('a key added twice while waiting is handed out once', async (t) => {
   q.shutDown();
 });
 
-test('a key added while it is processed comes back after done, never concurrently', async (t) => {
+test('a key added while it is processed comes back once after done, never concurrently', async (t) => {
   const q = new WorkQueue();
   q.add('a');
   const k = await q.get();
   q.add('a');
+  q.add('a', 'sweep');
+  q.add('a');
   t.is(q.length, 0, 'not handed to a second worker while processing');
   q.done(k!);
-  t.is(q.length, 1);
+  t.is(q.length, 1, 'queued again once, however many adds came meanwhile');
   t.is(await q.get(), 'a');
+  q.done('a');
+  t.is(q.length, 0);
+  q.shutDown();
+});
+
+test('a key that something happens to while it is processed comes back ahead of the sweep', async (t) => {
+  const q = new WorkQueue();
+  q.add('a');
+  const k = await q.get();
+  q.add('a', 'sweep');
+  q.add('a'); // an event after the sweep asked: the event's priority wins
+  q.add('s1', 'sweep');
+  q.done(k!);
+  t.is(await q.get(), 'a');
+  t.is(await q.get(), 's1');
+  q.shutDown();
+});
+
+test('keys something happened to come out before swept keys, each tier first in, first out', async (t) => {
+  const q = new WorkQueue();
+  q.add('s1', 'sweep');
+  q.add('s2', 'sweep');
+  q.add('e1');
+  q.add('e2', 'event');
+  q.add('s3', 'sweep');
+  const got: (string | undefined)[] = [];
+  for (let i = 0; i < 5; i++) got.push(await q.get());
+  t.deepEqual(got, ['e1', 'e2', 's1', 's2', 's3']);
+  q.shutDown();
+});
+
+test('a swept key that something happens to moves up, once, and a sweep never moves an event down', async (t) => {
+  const q = new WorkQueue();
+  q.add('s1', 'sweep');
+  q.add('s2', 'sweep');
+  q.add('e1');
+  q.add('s2'); // moves up behind e1
+  q.add('e1', 'sweep'); // stays an event
+  t.is(q.length, 3);
+  const got: (string | undefined)[] = [];
+  for (let i = 0; i < 3; i++) got.push(await q.get());
+  t.deepEqual(got, ['e1', 's2', 's1']);
+  t.is(q.length, 0, 'the moved-up key left no second entry behind');
+  q.add('s3', 'sweep');
+  t.is(await q.get(), 's3');
   q.shutDown();
 });
 
@@ -32,8 +80,33 @@ test('failures back off exponentially per item and success forgets them', (t) =>
   t.is(q.addRateLimited('a'), 800);
   t.is(q.addRateLimited('a'), 1000, 'capped');
   t.is(q.addRateLimited('b'), 100, 'per item');
+  t.is(q.retries('a'), 5);
   q.forget('a');
+  t.is(q.retries('a'), 0);
   t.is(q.addRateLimited('a'), 100);
+  q.shutDown();
+});
+
+test('backoff with jitter stays between the delay and the delay plus its jitter, the cap included', (t) => {
+  const q = new WorkQueue({ baseDelayMs: 500, maxDelayMs: 4000, jitter: 0.2 });
+  for (const base of [500, 1000, 2000, 4000, 4000]) {
+    const delay = q.addRateLimited('a');
+    t.true(delay >= base && delay <= base * 1.2, `${delay} not in [${base}, ${base * 1.2}]`);
+  }
+  q.shutDown();
+});
+
+test('a retry comes back as something that happened, ahead of the sweep', async (t) => {
+  const q = new WorkQueue({ baseDelayMs: 1, maxDelayMs: 1 });
+  q.add('a');
+  const k = (await q.get())!;
+  for (let i = 0; i < 100; i++) q.add(`s${i}`, 'sweep');
+  q.addRateLimited(k);
+  q.done(k);
+  // Wait for the retry's timer to queue it (a condition, not a fixed sleep).
+  while (q.length < 101) await new Promise((r) => setTimeout(r, 1));
+  t.is(await q.get(), 'a');
+  t.is(await q.get(), 's0');
   q.shutDown();
 });
 

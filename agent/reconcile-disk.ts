@@ -1,0 +1,217 @@
+// One disk's reconcile: its NodeDisk (created for a new file), its reservation marker, the agent's
+// finalizer and status.node, from the last discovery of the disk dir and the informer's cache.
+//
+// The order is the reservation's safety (ADR 12): the finalizer is added before a marker is written, and
+// removed only after the marker is gone, so a NodeDisk cannot be deleted while node-side reservation state
+// may exist. status.node says what is on disk after the fact (ADR 6) and is written only when it changed:
+// the node's heartbeat Lease says the agent is alive (ADR 24).
+import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../api/constants.ts';
+import type { NodeDiskClient } from '../api/client.ts';
+import { diskIdFromFileName, diskPath, labelValue, nodeDiskName } from '../api/names.ts';
+import type { NodeDisk, NodeStatus } from '../api/v1alpha1/types.ts';
+import { isApiError } from '../lib/kube/errors.ts';
+import type { Logger } from '../lib/runtime/log.ts';
+import type { Discovery } from './discover.ts';
+import { ensureMarker, markerState, removeMarker } from './markers.ts';
+import type { AgentMetrics } from './metrics.ts';
+import { observedStatus, statusChanged } from './observe.ts';
+import { addProtection, isProtected, removeProtection } from './protection.ts';
+
+/** The agent's NodeDisks as the informer keeps them (see Informer.storeOwnWrite). */
+export interface DiskCache {
+  get(name: string): NodeDisk | undefined;
+  /** Stores what a write returned unless the cache holds a newer one; returns what is cached now. */
+  storeOwnWrite(nd: NodeDisk): NodeDisk;
+  forget(name: string): void;
+  values(): Iterable<NodeDisk>;
+}
+
+export interface ReconcileContext {
+  client: Pick<NodeDiskClient, 'get' | 'create' | 'applyStatus' | 'mergePatch'>;
+  nodeName: string;
+  /** The disk dir as this process sees it. */
+  diskDir: string;
+  /** The same dir as a path on the host, for spec.path. */
+  hostDiskDir: string;
+  cache: DiskCache;
+  log: Logger;
+  metrics: AgentMetrics;
+  /** The last marker problem of each disk, so that it is logged once, not at every rescan. */
+  actionErrors: Map<string, string>;
+  /** Reports this disk's NodeDisks with a non-canonical name (./aliases.ts). */
+  reportAliases(diskID: string, canonical: string): Promise<void>;
+}
+
+export interface ReconcileResult {
+  /** The NodeDisk's deletion completed: reconcile the disk again, to rediscover it as a new, free NodeDisk. */
+  again?: boolean;
+}
+
+/** Reconciles one disk; throws on an API failure (the caller retries with backoff). */
+export async function reconcileDisk(ctx: ReconcileContext, diskID: string, discovery: Discovery): Promise<ReconcileResult> {
+  const { nodeName, diskDir, hostDiskDir, client, cache, log, metrics } = ctx;
+  const name = nodeDiskName(nodeName, diskID);
+  const file = discovery.disks.get(diskID);
+  const ignored = discovery.ignored.find((f) => diskIdFromFileName(f.name) === diskID);
+  let nd = cache.get(name);
+  const hostPath = diskPath(hostDiskDir, diskID);
+
+  // A file whose name makes a NodeDisk name another disk keeps: that disk reports it, nothing acts on it.
+  if (!file && ignored?.collidesWith !== undefined) return {};
+  await ctx.reportAliases(diskID, name);
+  if (!nd) {
+    if (!file) return {};
+    nd = await createNodeDisk(ctx, diskID, name, hostPath, file.sizeBytes);
+  }
+  if (nd.spec.nodeName !== nodeName || nd.spec.diskID !== diskID) {
+    log.error('NodeDisk name collides with another disk; leaving it alone', { nodeDisk: name, diskID, existing: nd.spec });
+    return {};
+  }
+
+  // Finalizer first, marker second; on release, marker first, finalizer last (ADR 12).
+  let desired = nd.spec.desired?.state ?? 'Available';
+  if (desired !== 'Reserved' && (await markerState(diskDir, diskID)).kind === 'present') {
+    // Removing a marker frees the disk: decide it on a fresh read, never on the cache alone, which may
+    // still hold a release the watch delivered late while the disk has been reserved again since. The cost
+    // is one GET per release, not one per reconcile.
+    nd = cache.storeOwnWrite(await client.get(name));
+    desired = nd.spec.desired?.state ?? 'Available';
+  }
+  const deleting = nd.metadata.deletionTimestamp !== undefined;
+  let actionError: string | undefined;
+  if (desired === 'Reserved' && !isProtected(nd)) {
+    if (deleting) actionError = `the NodeDisk is being deleted without finalizer ${FINALIZER}: no reservation marker is written for it`;
+    else nd = await setProtection(ctx, nd, true);
+  }
+  if (!actionError && (file || desired !== 'Reserved')) {
+    try {
+      const replaced = (wrong: string) => log.warn('reservation marker put right', { nodeDisk: name, diskID, was: `it ${wrong}` });
+      const changed = desired === 'Reserved' ? await ensureMarker(diskDir, diskID, { replaced }) : await removeMarker(diskDir, diskID);
+      if (changed) {
+        metrics.markerOps.inc({ op: desired === 'Reserved' ? 'create' : 'remove' });
+        log.info(desired === 'Reserved' ? 'reservation marker written' : 'reservation marker removed', { nodeDisk: name, diskID });
+      }
+    } catch (err) {
+      actionError = `cannot ${desired === 'Reserved' ? 'write' : 'remove'} the reservation marker: ${(err as Error).message}`;
+    }
+  }
+  if (actionError) {
+    // Logged once per new problem, not at every rescan; the NodeDisk's Error phase carries it meanwhile.
+    if (ctx.actionErrors.get(diskID) !== actionError) log.error(actionError, { nodeDisk: name, diskID });
+    ctx.actionErrors.set(diskID, actionError);
+  } else if (ctx.actionErrors.delete(diskID)) log.info('reservation marker problem resolved', { nodeDisk: name, diskID });
+  const onDisk = await markerState(diskDir, diskID);
+  if (desired !== 'Reserved' && onDisk.kind === 'absent' && isProtected(nd)) {
+    nd = await setProtection(ctx, nd, false);
+    if (deleting) {
+      // That completed its deletion: forget it, and rediscover the disk as a new, free NodeDisk.
+      cache.forget(name);
+      return { again: true };
+    }
+  }
+
+  const marker = file ? onDisk : ({ kind: 'absent' } as const);
+  let next = observedStatus({
+    name,
+    file,
+    marker,
+    actionError,
+    hostPath,
+    previousCapacity: nd.status?.node?.capacityBytes,
+    owner: nd.spec.desired?.owner,
+    deletionHeld: deleting && desired === 'Reserved' && isProtected(nd),
+    rivals: discovery.ignored.filter((f) => f.collidesWith === diskID).map((f) => f.name),
+  });
+  if (!file && ignored) next = { ...next, phase: 'Error', message: `disk image ${hostPath} ${ignored.reason}` };
+
+  // Written only when the report changed: the node's heartbeat Lease says the agent is alive (ADR 24).
+  if (!statusChanged(nd.status?.node, next)) return {};
+  const status: NodeStatus = { ...next, lastSeenTime: reportTime() };
+  try {
+    const updated = await client.applyStatus({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: status } }, { fieldManager: FIELD_MANAGER.agent });
+    cache.storeOwnWrite(updated);
+  } catch (err) {
+    metrics.apiErrors.inc({ op: 'status' });
+    throw err;
+  }
+  metrics.statusWrites.inc({ cause: 'change' });
+  log.info('reported disk status', { nodeDisk: name, diskID, phase: status.phase, capacityBytes: status.capacityBytes });
+  updatePhaseGauge(ctx);
+  return {};
+}
+
+/**
+ * Creates the NodeDisk of a disk file. A reservation marker already beside the file, with no NodeDisk,
+ * is a reservation whose NodeDisk was deleted past its finalizer (removed by hand, or the CRD deleted and
+ * reinstalled): the NodeDisk is created reserved for RECOVERED_OWNER, with its finalizer, rather than as a
+ * free disk whose marker would then be removed (ADR 12).
+ */
+async function createNodeDisk(ctx: ReconcileContext, diskID: string, name: string, hostPath: string, sizeBytes: number): Promise<NodeDisk> {
+  const { nodeName, diskDir, client, cache, log, metrics } = ctx;
+  const recovered = (await markerState(diskDir, diskID)).kind === 'present';
+  let nd: NodeDisk;
+  try {
+    nd = await client.create(
+      {
+        apiVersion: API_VERSION,
+        kind: KIND,
+        metadata: {
+          name,
+          labels: { [LABEL_NODE]: labelValue(nodeName), [LABEL_DISK]: labelValue(diskID) },
+          ...(recovered ? { finalizers: [FINALIZER] } : {}),
+        },
+        spec: { nodeName, diskID, path: hostPath, ...(recovered ? { desired: { state: 'Reserved', owner: RECOVERED_OWNER } } : {}) },
+      },
+      { fieldManager: FIELD_MANAGER.agent },
+    );
+    metrics.creates.inc();
+    if (recovered) log.warn('reservation marker found with no NodeDisk; re-created it reserved', { nodeDisk: name, diskID, owner: RECOVERED_OWNER });
+    else log.info('discovered disk', { nodeDisk: name, diskID, path: hostPath, sizeBytes });
+  } catch (err) {
+    if (!isApiError(err, 409)) {
+      metrics.apiErrors.inc({ op: 'create' });
+      throw err;
+    }
+    nd = await client.get(name); // created by an earlier run of ours: carry on with it
+  }
+  // Stored unless the watch already delivered a newer one: the cache never goes back in time.
+  return cache.storeOwnWrite(nd);
+}
+
+/** Adds or removes the agent's finalizer; a stale resourceVersion (409) is retried once from a fresh read. */
+async function setProtection(ctx: ReconcileContext, nd: NodeDisk, on: boolean): Promise<NodeDisk> {
+  const { client, cache, log, metrics } = ctx;
+  const patch = (x: NodeDisk) => (on ? addProtection(client, x) : removeProtection(client, x));
+  let updated: NodeDisk;
+  try {
+    try {
+      updated = await patch(nd);
+    } catch (err) {
+      if (!isApiError(err, 409)) throw err;
+      const fresh = await client.get(nd.metadata.name ?? '');
+      // Nothing to do if it is already so, or if a reservation came back meanwhile (keep the finalizer).
+      const settled = isProtected(fresh) === on || (!on && fresh.spec.desired?.state === 'Reserved');
+      updated = settled ? fresh : await patch(fresh);
+    }
+  } catch (err) {
+    metrics.apiErrors.inc({ op: 'finalizer' });
+    throw err;
+  }
+  log.info(on ? 'reservation protection added' : 'reservation protection removed', { nodeDisk: nd.metadata.name, finalizer: FINALIZER });
+  return cache.storeOwnWrite(updated);
+}
+
+function updatePhaseGauge(ctx: ReconcileContext): void {
+  const counts = new Map<string, number>();
+  for (const nd of ctx.cache.values()) {
+    const p = nd.status?.node?.phase ?? 'Unknown';
+    counts.set(p, (counts.get(p) ?? 0) + 1);
+  }
+  ctx.metrics.disks.reset();
+  for (const [phase, n] of counts) ctx.metrics.disks.set({ phase }, n);
+}
+
+/** status.node.lastSeenTime: now, to the second. */
+export function reportTime(): string {
+  return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+}

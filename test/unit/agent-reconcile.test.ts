@@ -1,0 +1,138 @@
+// The agent's per-disk reconcile (agent/reconcile-disk.ts) driven with a fake client and a temp disk dir:
+// the reservation-protection ordering of ADR 12. The finalizer is added before a marker is written (a
+// failed finalizer write means no marker), the marker is removed before the finalizer, and a marker that
+// cannot be removed keeps the finalizer.
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { discover } from '../../agent/discover.ts';
+import { markerName } from '../../agent/markers.ts';
+import { agentMetrics } from '../../agent/metrics.ts';
+import { reconcileDisk, type DiskCache, type ReconcileContext } from '../../agent/reconcile-disk.ts';
+import { FINALIZER } from '../../api/constants.ts';
+import { nodeDiskName } from '../../api/names.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { ApiError } from '../../lib/kube/errors.ts';
+import { createLogger } from '../../lib/runtime/log.ts';
+
+const NODE = 'node-a';
+const made: string[] = [];
+test.after.always(async () => {
+  for (const d of made) await rm(d, { recursive: true, force: true });
+});
+
+async function diskDir(diskID: string): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), 'nodedisks-reconcile-'));
+  made.push(d);
+  writeFileSync(join(d, `${diskID}.img`), Buffer.alloc(4096));
+  return d;
+}
+
+function nodeDisk(diskID: string, dir: string, o: { state?: 'Reserved' | 'Available'; protected?: boolean }): NodeDisk {
+  return {
+    apiVersion: 'localtest.example.com/v1alpha1',
+    kind: 'NodeDisk',
+    metadata: { name: nodeDiskName(NODE, diskID), resourceVersion: '10', ...(o.protected ? { finalizers: [FINALIZER] } : {}) },
+    spec: { nodeName: NODE, diskID, path: join(dir, `${diskID}.img`), ...(o.state ? { desired: { state: o.state, owner: 'team-a' } } : {}) },
+  };
+}
+
+/** What the fake API server saw, in order, with whether the marker file existed at that moment. */
+type Call = { op: 'get' | 'create' | 'applyStatus' | 'addFinalizer' | 'removeFinalizer'; markerExists: boolean };
+
+function harness(dir: string, diskID: string, stored: NodeDisk, o: { failFinalizer?: boolean } = {}) {
+  const calls: Call[] = [];
+  const logs: string[] = [];
+  const marker = join(dir, markerName(diskID));
+  const cache = new Map<string, NodeDisk>([[stored.metadata.name!, stored]]);
+  const seen = (op: Call['op']) => calls.push({ op, markerExists: existsSync(marker) });
+  let rv = 10;
+  const client: ReconcileContext['client'] = {
+    get: async () => (seen('get'), structuredClone(cache.get(stored.metadata.name!)!)),
+    create: async (nd) => (seen('create'), nd),
+    applyStatus: async (body) => {
+      seen('applyStatus');
+      const nd = cache.get(stored.metadata.name!)!;
+      return { ...nd, metadata: { ...nd.metadata, resourceVersion: String(++rv) }, status: body.status };
+    },
+    mergePatch: async (_name, patch) => {
+      const finalizers = (patch as { metadata: { finalizers: string[] | null } }).metadata.finalizers;
+      seen(finalizers?.includes(FINALIZER) ? 'addFinalizer' : 'removeFinalizer');
+      if (o.failFinalizer) throw new ApiError('PATCH', '/nodedisks', 500, { message: 'etcdserver: request timed out' });
+      const nd = cache.get(stored.metadata.name!)!;
+      return { ...nd, metadata: { ...nd.metadata, resourceVersion: String(++rv), ...(finalizers ? { finalizers } : { finalizers: undefined }) } };
+    },
+  };
+  const diskCache: DiskCache = {
+    get: (name) => cache.get(name),
+    storeOwnWrite: (nd) => (cache.set(nd.metadata.name!, nd), nd),
+    forget: (name) => cache.delete(name),
+    values: () => cache.values(),
+  };
+  const ctx: ReconcileContext = {
+    client,
+    nodeName: NODE,
+    diskDir: dir,
+    hostDiskDir: dir,
+    cache: diskCache,
+    log: createLogger('test', { write: (line) => logs.push(line) }),
+    metrics: agentMetrics(),
+    actionErrors: new Map(),
+    reportAliases: async () => {},
+  };
+  const run = async () => reconcileDisk(ctx, diskID, await discover(dir, NODE));
+  return { calls, logs, marker, cache, run, name: stored.metadata.name! };
+}
+
+test('a reservation adds the finalizer before it writes the marker', async (t) => {
+  const dir = await diskDir('disk1');
+  const h = harness(dir, 'disk1', nodeDisk('disk1', dir, { state: 'Reserved' }));
+  await h.run();
+  t.deepEqual(h.calls[0], { op: 'addFinalizer', markerExists: false }, 'the finalizer is the first write, with no marker yet');
+  t.true(existsSync(h.marker));
+  t.true(h.cache.get(h.name)!.metadata.finalizers!.includes(FINALIZER));
+  t.is(h.cache.get(h.name)!.status?.node?.phase, 'Reserved');
+});
+
+test('a failed finalizer write means no marker', async (t) => {
+  const dir = await diskDir('disk2');
+  const h = harness(dir, 'disk2', nodeDisk('disk2', dir, { state: 'Reserved' }), { failFinalizer: true });
+  await t.throwsAsync(h.run(), { message: /request timed out/ });
+  t.false(existsSync(h.marker), 'a marker was written although the finalizer is not on the NodeDisk');
+  t.deepEqual(
+    h.calls.map((c) => c.op),
+    ['addFinalizer'],
+  );
+});
+
+test('a release removes the marker before it removes the finalizer, deciding on a fresh read', async (t) => {
+  const dir = await diskDir('disk3');
+  writeFileSync(join(dir, markerName('disk3')), 'reserved\n');
+  const h = harness(dir, 'disk3', nodeDisk('disk3', dir, { state: 'Available', protected: true }));
+  await h.run();
+  t.deepEqual(h.calls[0], { op: 'get', markerExists: true }, 'the release is decided on a fresh read');
+  t.deepEqual(
+    h.calls.find((c) => c.op === 'removeFinalizer'),
+    { op: 'removeFinalizer', markerExists: false },
+    'the finalizer was removed while the marker still existed',
+  );
+  t.false(existsSync(h.marker));
+  t.is(h.cache.get(h.name)!.metadata.finalizers, undefined);
+  t.is(h.cache.get(h.name)!.status?.node?.phase, 'Available');
+});
+
+test('a marker that cannot be removed keeps the finalizer', async (t) => {
+  const dir = await diskDir('disk4');
+  mkdirSync(join(dir, markerName('disk4'))); // a directory: never touched, so its removal fails
+  const h = harness(dir, 'disk4', nodeDisk('disk4', dir, { state: 'Available', protected: true }));
+  await h.run();
+  t.false(
+    h.calls.some((c) => c.op === 'removeFinalizer'),
+    'the finalizer was removed although the marker is still there',
+  );
+  t.deepEqual(h.cache.get(h.name)!.metadata.finalizers, [FINALIZER]);
+  t.is(h.cache.get(h.name)!.status?.node?.phase, 'Error');
+  t.true(h.logs.some((l) => l.includes('cannot remove the reservation marker')));
+});
