@@ -1,20 +1,11 @@
 // `npm run build`: bundles the three programs with esbuild into dist/, so a command loads a few files
 // instead of hundreds of modules. dist/plugin/ is what krew ships and what the end-to-end tests run
 // through kubectl; dist/agent/ and dist/controller/ are what the images copy.
-import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { build, type Plugin } from 'esbuild';
+import { packageVersionOnly } from './lib/package-version.ts';
 import { REPO_ROOT } from './lib/paths.ts';
-
-// The programs read only `version` from package.json. Bundling the whole file would make any edit of it
-// (a script, a dev dependency) change the shipped plugin, and with it the krew sha256.
-const { version } = JSON.parse(await readFile(`${REPO_ROOT}/package.json`, 'utf8')) as { version: string };
-const packageVersionOnly: Plugin = {
-  name: 'package-version-only',
-  setup(b) {
-    b.onLoad({ filter: /[\\/]package\.json$/ }, () => ({ contents: JSON.stringify({ version }), loader: 'json' }));
-  },
-};
 
 // A Node builtin imported as an ES module gets a facade that first evaluates every lazy export of it
 // (node:fs's promises with readline, node:util's diff and worker_threads, …): ~18 M instructions of each

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { PLUGIN_ASSET } from '../plugin/code-cache.ts';
+import { packageVersionOnly } from './lib/package-version.ts';
 import { REPO_ROOT } from './lib/paths.ts';
 import type { Platform } from './release-platforms.ts';
 
@@ -20,6 +21,7 @@ export async function seaBlob(work: string): Promise<string> {
   // script, because Node compiles the main script itself, without a cache.
   const bundled = await build({
     entryPoints: [join(REPO_ROOT, 'plugin/main.ts')],
+    plugins: [packageVersionOnly],
     write: false,
     outfile: join(work, PLUGIN_ASSET),
     bundle: true,

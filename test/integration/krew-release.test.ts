@@ -110,6 +110,10 @@ test('each archive holds its platform executable, the completion helper, the ful
   }
   // The one this machine can run, runs.
   const host = join(work, 'unpacked', 'linux-amd64', 'kubectl-nodedisks');
+  // Only the version of package.json is in it: editing a script or a dev dependency changes no archive.
+  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const hostExe = readFileSync(host);
+  for (const command of Object.values(pkg.scripts)) t.false(hostExe.includes(JSON.stringify(command).slice(1, -1)), `the executable embeds the script ${command}`);
   const { stdout } = await run(host, ['version']);
   t.regex(stdout, /Node\.js 24\.21\.0/);
 });
