@@ -29,6 +29,9 @@ command fails with "the NodeDisk API (nodedisks.localtest.example.com) is not in
 RBAC: reading (list, status, wait) needs the ClusterRole nodedisks-viewer, reserving and releasing
 nodedisks-editor. Ask your cluster admin to bind one, for example:
   kubectl create clusterrolebinding nodedisks-$USER --clusterrole=nodedisks-editor --user=$USER
+status also reads the agents' heartbeat Leases: the Role nodedisks-heartbeat-viewer in the system
+namespace (without it, status says the agents' liveness is unknown):
+  kubectl create rolebinding -n node-disks-system nodedisks-heartbeat-viewer-$USER --role=nodedisks-heartbeat-viewer --user=$USER
 
 Completion: kubectl completes plugin arguments through kubectl_complete-nodedisks on your PATH, which krew
 does not put on PATH by itself. Copy it next to the plugin once (Linux, macOS):

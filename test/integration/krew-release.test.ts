@@ -162,6 +162,7 @@ test('the caveats say what krew does not do: the cluster install, RBAC, the comp
   t.regex(caveats, /kubectl apply --server-side -k kustomize\/default/);
   t.regex(caveats, /nodedisks-viewer/);
   t.regex(caveats, /nodedisks-editor/);
+  t.regex(caveats, /--role=nodedisks-heartbeat-viewer/);
   t.regex(caveats, /codesign --force --sign -/);
   t.regex(caveats, /^ {2}cp .*kubectl_complete-nodedisks.*$/m);
   t.deepEqual(
