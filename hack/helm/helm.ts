@@ -50,6 +50,12 @@ export async function ensureHelm(log?: (line: string) => void): Promise<string> 
   return join(dir, 'helm');
 }
 
+export interface HelmOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  timeoutMs?: number;
+}
+
 export interface HelmResult {
   code: number;
   stdout: string;
@@ -57,17 +63,22 @@ export interface HelmResult {
 }
 
 /** Runs helm; never throws on a non-zero exit (the tests read its refusals). */
-export function runHelm(bin: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<HelmResult> {
+export function runHelm(bin: string, args: string[], opts: HelmOptions = {}): Promise<HelmResult> {
   return new Promise((resolve) => {
-    execFile(bin, args, { maxBuffer: 64 * 1024 * 1024, timeout: opts.timeoutMs ?? 300_000, env: { ...process.env, ...opts.env } }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1) : 0;
-      resolve({ code, stdout, stderr: err && !stderr ? err.message : stderr });
-    });
+    execFile(
+      bin,
+      args,
+      { maxBuffer: 64 * 1024 * 1024, timeout: opts.timeoutMs ?? 300_000, env: { ...process.env, ...opts.env }, ...(opts.cwd ? { cwd: opts.cwd } : {}) },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1) : 0;
+        resolve({ code, stdout, stderr: err && !stderr ? err.message : stderr });
+      },
+    );
   });
 }
 
 /** As runHelm, and throws with helm's own message on a non-zero exit; its stdout. */
-export async function helm(bin: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<string> {
+export async function helm(bin: string, args: string[], opts: HelmOptions = {}): Promise<string> {
   const r = await runHelm(bin, args, opts);
   if (r.code !== 0) throw new Error(`helm ${args.join(' ')} exited ${r.code}: ${r.stderr.trim()}`);
   return r.stdout;
