@@ -1,7 +1,7 @@
 // Builds (once, cached by version) the helm binary from the Go module helm.sh/helm/v3 pinned in go.mod
 // beside this file, for the chart tests: lint, template, schema refusals, install/upgrade/uninstall
 // against the test control plane. Only those tests (and `npm run setup`) build it, never the demo.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,4 +82,12 @@ export async function helm(bin: string, args: string[], opts: HelmOptions = {}):
   const r = await runHelm(bin, args, opts);
   if (r.code !== 0) throw new Error(`helm ${args.join(' ')} exited ${r.code}: ${r.stderr.trim()}`);
   return r.stdout;
+}
+
+// `npm run helm -- ARGS…` (the Makefile's helm-install and helm-uninstall): the pinned helm, built first if
+// needed, run with ARGS in the caller's directory.
+if (import.meta.main) {
+  const bin = await ensureHelm();
+  const child = spawn(bin, process.argv.slice(2), { stdio: 'inherit', cwd: process.env.INIT_CWD ?? process.cwd() });
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }

@@ -3,13 +3,14 @@
 // policies it installs are in force for the ServiceAccounts it creates, `helm upgrade` with changed values
 // changes the install and keeps the NodeDisks, and `helm uninstall` keeps the CRD and every NodeDisk.
 // No pods run on this control plane (no kubelet): the workloads are objects only here.
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { loadAll } from 'js-yaml';
 import { FIELD_MANAGER } from '../../api/constants.ts';
-import { ensureHelm, helm } from '../../hack/helm/helm.ts';
+import { ensureHelm, helm, runHelm } from '../../hack/helm/helm.ts';
 import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { eventually } from '../../hack/lib/wait.ts';
@@ -50,10 +51,21 @@ test.after.always(async () => {
   if (home) await rm(home, { recursive: true, force: true });
 });
 
-/** helm against this control plane as its admin, with its own config, cache and data dirs, from the repository root. */
+/** The environment of helm against this control plane as its admin, with its own config, cache and data dirs. */
+const helmEnv = () => ({ KUBECONFIG: controlPlane().admin().kubeconfig, HELM_CONFIG_HOME: join(home, 'config'), HELM_CACHE_HOME: join(home, 'cache'), HELM_DATA_HOME: join(home, 'data') });
+
+/** helm against this control plane, from the repository root. */
 function run(args: string[]): Promise<string> {
-  const env = { KUBECONFIG: controlPlane().admin().kubeconfig, HELM_CONFIG_HOME: join(home, 'config'), HELM_CACHE_HOME: join(home, 'cache'), HELM_DATA_HOME: join(home, 'data') };
-  return helm(helmBin, args, { env, cwd: REPO_ROOT });
+  return helm(helmBin, args, { env: helmEnv(), cwd: REPO_ROOT });
+}
+
+/** A target of the Makefile, with this helm binary; its output. */
+function make(target: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('make', ['--no-print-directory', target, `HELM=${helmBin}`], { cwd: REPO_ROOT, env: { ...process.env, ...helmEnv() }, timeout: 300_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`make ${target}: ${stderr || err.message}`)) : resolve(stdout),
+    );
+  });
 }
 
 async function kubectl(args: string[], stdin?: string): Promise<string> {
@@ -167,6 +179,25 @@ test.serial('helm uninstall removes the install and keeps the CRD and every Node
   await run(['uninstall', 'node-disks-manager', '-n', NS]);
 });
 
+test.serial('make helm-install installs the seed quickstart (disks seeded), make helm-uninstall removes it and keeps the CRD', async (t) => {
+  const out = await make('helm-install');
+  t.regex(out, /STATUS: deployed/);
+  const seeder = await getJson<{ spec: { template: { spec: { volumes: { hostPath?: { path: string } }[] } } } }>(['daemonset', 'node-disks-seeder', '-n', NS]);
+  t.deepEqual(
+    seeder.spec.template.spec.volumes.map((v) => v.hostPath?.path),
+    ['/var/lib/node-disks-manager/disks'],
+  );
+  t.is(
+    (await getJson<{ spec: { template: { spec: { containers: { image: string }[] } } } }>(['deployment', 'node-disks-operator', '-n', NS])).spec.template.spec.containers[0]!.image,
+    'node-disks-operator:dev',
+  );
+  await make('helm-uninstall');
+  t.regex(await kubectl(['get', 'daemonset', '-n', NS, '--ignore-not-found', '-o', 'name']), /^$/);
+  await kubectl(['get', 'crd', 'nodedisks.localtest.example.com']);
+  // A second uninstall of a release that is gone is not an error.
+  await make('helm-uninstall');
+});
+
 test.serial('every values file under ci/ renders objects the API server accepts (server-side dry run)', async (t) => {
   for (const file of (await readdir(join(CHART, 'ci'))).filter((f) => f.endsWith('.yaml'))) {
     const rendered = await run(['template', 'node-disks-manager', CHART, '-n', NS, '-f', join(CHART, 'ci', file)]);
@@ -178,4 +209,15 @@ test.serial('every values file under ci/ renders objects the API server accepts 
     const out = await kubectl(['apply', '--server-side', '--dry-run=server', '--force-conflicts', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objs }));
     t.regex(out, /daemonset\.apps\/node-disks-agent serverside-applied \(server dry run\)/, file);
   }
+});
+
+test.serial('why the chart leaves the release namespace to helm: a chart that renders it cannot be installed with --create-namespace', async (t) => {
+  // As the seed's chart did with namespace.create: true and its own command line.
+  const chart = join(home, 'owns-its-namespace');
+  await mkdir(join(chart, 'templates'), { recursive: true });
+  await writeFile(join(chart, 'Chart.yaml'), 'apiVersion: v2\nname: owns-its-namespace\nversion: 0.1.0\n');
+  await writeFile(join(chart, 'templates', 'namespace.yaml'), 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{ .Release.Namespace }}\n');
+  const r = await runHelm(helmBin, ['upgrade', '--install', 'owns-its-namespace', chart, '-n', 'nd-owns-its-namespace', '--create-namespace'], { env: helmEnv() });
+  t.not(r.code, 0);
+  t.regex(r.stderr, /namespaces "nd-owns-its-namespace" already exists/);
 });
