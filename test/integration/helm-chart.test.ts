@@ -43,7 +43,8 @@ type Obj = { kind: string; apiVersion: string; metadata: { name: string; namespa
 
 let helmBin = '';
 let home = '';
-test.before(async () => {
+test.before(async (t) => {
+  t.timeout(20 * 60_000, 'building helm took more than 20 minutes');
   helmBin = await ensureHelm();
   home = await mkdtemp(join(tmpdir(), 'nd-helm-'));
 });
