@@ -1,12 +1,19 @@
-# NodeDisks on a real (minikube) cluster, for people with Docker and minikube. Everything else
-# (tests, the local demo without Docker) is `npm …`: see README.md.
+# NodeDisks on a real (minikube) cluster, for people with Docker and minikube, with Kustomize (deploy)
+# or the Helm chart (helm-install). Everything else (tests, the local demo without Docker) is `npm …`:
+# see README.md; the last targets here are thin calls of those commands.
 PROFILE ?= node-disks-dev
 NODES ?= 4
 OPERATOR_IMAGE ?= node-disks-operator:dev
 AGENT_IMAGE ?= node-disks-agent:dev
 OVERLAY ?= kustomize/overlays/minikube
+NAMESPACE ?= node-disks-system
+# The helm this repository pins (hack/helm), built on first use; HELM=helm uses yours.
+HELM ?= npm run --silent helm --
+# The seed's chart seeded disk images on every node by default; this chart's defaults are
+# kustomize/default's, which seeds none (docs/adr/0031-helm-chart.md). HELM_EXTRA= installs without them.
+HELM_EXTRA ?= --set seeder.enabled=true
 
-.PHONY: help minikube-up images images-load deploy undeploy minikube-delete test demo
+.PHONY: help minikube-up images images-load deploy undeploy helm-install helm-uninstall minikube-delete test demo tools codegen
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -36,6 +43,16 @@ undeploy: ## Remove NodeDisks (the CRD too); refuses while reservations exist (R
 	fi
 	kubectl delete --ignore-not-found -k $(OVERLAY)
 
+helm-install: ## Install or upgrade NodeDisks with the Helm chart (the seed's command line)
+	$(HELM) upgrade --install node-disks-manager charts/node-disks-manager -n $(NAMESPACE) --create-namespace \
+		--set controller.image.repository=$(word 1,$(subst :, ,$(OPERATOR_IMAGE))) \
+		--set controller.image.tag=$(word 2,$(subst :, ,$(OPERATOR_IMAGE))) \
+		--set agent.image.repository=$(word 1,$(subst :, ,$(AGENT_IMAGE))) \
+		--set agent.image.tag=$(word 2,$(subst :, ,$(AGENT_IMAGE))) $(HELM_EXTRA)
+
+helm-uninstall: ## Remove the Helm release; keeps the NodeDisk CRD and every NodeDisk (crds.keep)
+	$(HELM) uninstall node-disks-manager -n $(NAMESPACE) --ignore-not-found
+
 minikube-delete: ## Delete the minikube cluster
 	minikube delete -p $(PROFILE)
 
@@ -44,3 +61,9 @@ test: ## Run the test suite (no Docker needed)
 
 demo: ## The local demo cluster without Docker
 	npm start
+
+tools: ## Build the Go tools now instead of on first use (npm run setup)
+	npm run setup
+
+codegen: ## Regenerate the CRD and the chart's copies of kustomize/ (npm run generate)
+	npm run generate

@@ -1,10 +1,11 @@
 // `npm run setup [-- NAME…]`: optional. Builds now, instead of on first use, what the commands build
-// from Go modules: the control plane (npm start, npm test), the health-check runner, krew and Prometheus'
-// text parser (npm test).
-//   node hack/setup.ts                    all four
+// from Go modules: the control plane (npm start, npm test), the health-check runner, helm, krew and
+// Prometheus' text parser (npm test).
+//   node hack/setup.ts                    all five
 //   node hack/setup.ts krew healthcheck   only those
 import { ensureBinaries } from './controlplane/binaries.ts';
 import { ensureHealthcheck } from './healthcheck/healthcheck.ts';
+import { ensureHelm } from './helm/helm.ts';
 import { ensureKrew, ensureValidateKrewManifest } from './krew/krew.ts';
 import { ensurePromtext } from './promtext/promtext.ts';
 
@@ -14,6 +15,7 @@ const tools: Record<string, () => Promise<string>> = {
     return `Kubernetes ${b.kubernetesVersion}, etcd ${b.etcdVersion} (${b.source}: ${b.dir})`;
   },
   healthcheck: () => ensureHealthcheck(),
+  helm: () => ensureHelm(),
   krew: async () => `${await ensureKrew()} and ${await ensureValidateKrewManifest()}`,
   promtext: () => ensurePromtext(),
 };

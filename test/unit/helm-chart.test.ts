@@ -1,0 +1,233 @@
+// The Helm chart (charts/node-disks-manager) is the Kustomize install in another form: rendered with its
+// default values by the real helm (built from the pinned module, hack/helm/helm.ts) it has the same objects
+// with the same specs as `kubectl kustomize kustomize/default`, Helm's standard labels aside; it passes
+// `helm lint --strict`, renders every values file under ci/, and its schema refuses unknown or mistyped
+// keys by name. Installing it on a real API server is test/integration/helm-chart.test.ts.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import test from 'ava';
+import { loadAll } from 'js-yaml';
+import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
+import { runKubectl } from '../../hack/controlplane/controlplane.ts';
+import { ensureHelm, helm, runHelm } from '../../hack/helm/helm.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+
+const CHART = join(REPO_ROOT, 'charts/node-disks-manager');
+/** The labels Helm charts put on every object; the drift check leaves them out, and nothing else. */
+const HELM_LABELS = ['helm.sh/chart', 'app.kubernetes.io/managed-by', 'app.kubernetes.io/instance', 'app.kubernetes.io/version'];
+
+type Obj = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec?: { template?: { metadata?: { labels?: Record<string, string> } } } & Record<string, unknown>;
+};
+
+let helmBin = '';
+let kubectlBin = '';
+test.before(async (t) => {
+  // Cold, helm (about 2 min) and the control plane's kubectl (about 7 min) are built first, once per machine.
+  t.timeout(20 * 60_000, 'building helm and the pinned kubectl took more than 20 minutes');
+  [helmBin, kubectlBin] = await Promise.all([ensureHelm(), ensureBinaries().then((b) => b.kubectl)]);
+});
+
+const key = (o: Obj) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+const parse = (yaml: string) => (loadAll(yaml) as (Obj | null)[]).filter((o): o is Obj => o !== null);
+
+function withoutHelmLabels(o: Obj): Obj {
+  const c = structuredClone(o);
+  for (const labels of [c.metadata.labels, c.spec?.template?.metadata?.labels]) {
+    for (const l of HELM_LABELS) if (labels) delete labels[l];
+  }
+  return c;
+}
+
+async function render(args: string[] = []): Promise<Obj[]> {
+  return parse(await helm(helmBin, ['template', 'node-disks-manager', CHART, '-n', 'node-disks-system', ...args]));
+}
+
+async function kustomize(dir = 'kustomize/default'): Promise<Map<string, Obj>> {
+  return new Map(parse(await runKubectl(kubectlBin, ['kustomize', join(REPO_ROOT, dir)])).map((o) => [key(o), o]));
+}
+
+/** What differs between the two installs, object by object: empty when they are the same. */
+function drift(chart: Obj[], kust: Map<string, Obj>): string[] {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  for (const raw of chart) {
+    const k = key(raw);
+    seen.add(k);
+    const want = kust.get(k);
+    if (!want) {
+      problems.push(`${k}: in the chart, not in kustomize`);
+      continue;
+    }
+    const got = withoutHelmLabels(raw);
+    if (!isDeepStrictEqual(got, want)) problems.push(`${k} differs:\n chart:     ${JSON.stringify(got)}\n kustomize: ${JSON.stringify(want)}`);
+  }
+  for (const k of kust.keys()) if (!seen.has(k)) problems.push(`${k}: in kustomize, not in the chart`);
+  return problems;
+}
+
+test('with default values the chart is kustomize/default: same objects, same specs (Helm labels aside; Helm owns the release namespace)', async (t) => {
+  const [chart, kust] = await Promise.all([render(), kustomize()]);
+  // Helm creates the release namespace (--create-namespace) and keeps the release in it, so the chart
+  // cannot also own it: the Namespace is the one object the default render leaves out.
+  const ns = kust.get('Namespace//node-disks-system');
+  t.truthy(ns);
+  kust.delete('Namespace//node-disks-system');
+  // The CRD carries Helm's keep annotation, which kustomize's has no use for.
+  const crd = chart.find((o) => o.kind === 'CustomResourceDefinition')!;
+  t.is(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
+  delete crd.metadata.annotations;
+  t.deepEqual(drift(chart, kust), []);
+  t.true(chart.length >= 19, `${chart.length} objects`);
+  // Every object carries Helm's labels (so `helm` and its users can find what a release installed).
+  for (const o of chart) t.is(o.metadata.labels?.['app.kubernetes.io/instance'], 'node-disks-manager', key(o));
+});
+
+test('installed into another release namespace with namespace.name, the chart also owns the Namespace as kustomize has it', async (t) => {
+  const [chart, kust] = await Promise.all([render(['-n', 'nd-releases', '--set', 'namespace.name=node-disks-system', '--set', 'crds.keep=false']), kustomize()]);
+  t.deepEqual(drift(chart, kust), []);
+});
+
+for (const overlay of ['dev', 'local-cluster', 'production']) {
+  test(`with ci/${overlay}-values.yaml the chart is kustomize/overlays/${overlay}`, async (t) => {
+    const [chart, kust] = await Promise.all([render(['-f', join(CHART, 'ci', `${overlay}-values.yaml`)]), kustomize(`kustomize/overlays/${overlay}`)]);
+    kust.delete('Namespace//node-disks-system');
+    for (const o of chart) if (o.kind === 'CustomResourceDefinition') delete o.metadata.annotations;
+    t.deepEqual(drift(chart, kust), []);
+  });
+}
+
+test('the drift check sees a changed spec, a missing object and an extra one', async (t) => {
+  const [chart, kust] = await Promise.all([render(['--set', 'agent.hostPathRoot=/srv/nd', '--set', 'controller.podDisruptionBudget.enabled=true', '--set', 'crds.install=false']), kustomize()]);
+  kust.delete('Namespace//node-disks-system');
+  const problems = drift(chart, kust);
+  t.true(problems.some((p) => p.startsWith('DaemonSet/node-disks-system/node-disks-agent differs')));
+  t.true(problems.some((p) => p.startsWith('ValidatingAdmissionPolicy//nodedisks-agent.localtest.example.com differs')));
+  t.true(problems.some((p) => p === 'PodDisruptionBudget/node-disks-system/node-disks-operator: in the chart, not in kustomize'));
+  t.true(problems.some((p) => p === 'CustomResourceDefinition//nodedisks.localtest.example.com: in kustomize, not in the chart'));
+});
+
+test('the admission policies are kustomize/policies whatever namespace the chart installs into, the disk dir following agent.hostPathRoot', async (t) => {
+  const byKey = (a: Obj, b: Obj) => key(a).localeCompare(key(b));
+  const kust = [...(await kustomize('kustomize/policies')).values()].sort(byKey);
+  for (const ns of ['node-disks-system', 'team-storage']) {
+    const chart = (await render(['-n', ns]))
+      .filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))
+      .map(withoutHelmLabels)
+      .sort(byKey);
+    t.deepEqual(chart, kust, ns);
+  }
+  const moved = await render(['--set', 'agent.hostPathRoot=/srv/nd/']);
+  const policy = moved.find((o) => o.metadata.name === 'nodedisks-agent.localtest.example.com' && o.kind === 'ValidatingAdmissionPolicy')!;
+  const variables = (policy.spec as { variables: { name: string; expression: string }[] }).variables;
+  t.is(variables.find((v) => v.name === 'diskDir')?.expression, "'/srv/nd/disks'");
+  const ds = moved.find((o) => o.kind === 'DaemonSet' && o.metadata.name === 'node-disks-agent')!;
+  const pod = (ds.spec!.template as { spec: { containers: { args: string[] }[]; volumes: { hostPath?: { path: string } }[] } }).spec;
+  t.true(pod.containers[0]!.args.includes('--disk-dir=/srv/nd/disks'));
+  t.deepEqual(
+    pod.volumes.filter((v) => v.hostPath).map((v) => v.hostPath!.path),
+    ['/srv/nd/disks'],
+  );
+});
+
+test('helm lint --strict passes, with the default values and with every values file under ci/', async (t) => {
+  const files = readdirSync(join(CHART, 'ci')).filter((f) => f.endsWith('.yaml'));
+  t.true(files.length >= 2, files.join(', '));
+  for (const args of [[], ...files.map((f) => ['-f', join(CHART, 'ci', f)])]) {
+    const r = await runHelm(helmBin, ['lint', '--strict', CHART, ...args]);
+    t.is(r.code, 0, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    t.regex(r.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+  }
+});
+
+for (const file of readdirSync(join(REPO_ROOT, 'charts/node-disks-manager/ci')).filter((f) => f.endsWith('.yaml'))) {
+  test(`helm template renders ci/${file}, which the API server's schemas then check in the integration test`, async (t) => {
+    const objs = await render(['-f', join(CHART, 'ci', file)]);
+    t.true(objs.some((o) => o.kind === 'DaemonSet' && o.metadata.name === 'node-disks-agent'));
+  });
+}
+
+test("the seed's helm-install command line renders: its images by repository and tag", async (t) => {
+  const objs = await render([
+    '--set',
+    'controller.image.repository=node-disks-operator',
+    '--set',
+    'controller.image.tag=dev',
+    '--set',
+    'agent.image.repository=node-disks-agent',
+    '--set',
+    'agent.image.tag=dev',
+  ]);
+  const image = (name: string) =>
+    (objs.find((o) => o.metadata.name === name && (o.kind === 'Deployment' || o.kind === 'DaemonSet'))!.spec!.template as { spec: { containers: { image: string }[] } }).spec.containers[0]!.image;
+  t.is(image('node-disks-operator'), 'node-disks-operator:dev');
+  t.is(image('node-disks-agent'), 'node-disks-agent:dev');
+});
+
+test('an image by digest, pull policy and secrets, scheduling, extra labels and annotations, the PDB and the seeder', async (t) => {
+  const digest = `sha256:${'a'.repeat(64)}`;
+  const objs = await render(['-f', join(CHART, 'ci', 'everything-values.yaml'), '--set', `controller.image.digest=${digest}`]);
+  const deploy = objs.find((o) => o.kind === 'Deployment')!;
+  const pod = deploy.spec!.template as {
+    metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
+    spec: Record<string, unknown> & { containers: { image: string; imagePullPolicy?: string }[] };
+  };
+  t.is(pod.spec.containers[0]!.image, `registry.example.com/nodedisks/node-disks-operator@${digest}`);
+  t.is(pod.spec.containers[0]!.imagePullPolicy, 'IfNotPresent');
+  t.deepEqual(pod.spec.imagePullSecrets, [{ name: 'registry-all' }, { name: 'registry-controller' }]);
+  t.deepEqual(pod.spec.nodeSelector, { 'kubernetes.io/os': 'linux' });
+  t.is(pod.spec.priorityClassName, 'system-cluster-critical');
+  t.truthy(pod.spec.affinity);
+  t.is(pod.metadata.labels.team, 'storage');
+  t.is(pod.metadata.annotations?.['example.com/scrape'], 'true');
+  for (const o of objs) {
+    t.is(o.metadata.labels?.['example.com/owner'], 'platform', key(o));
+    t.is(o.metadata.annotations?.['example.com/contact'], 'platform@example.com', key(o));
+  }
+  t.truthy(objs.find((o) => o.kind === 'PodDisruptionBudget'));
+  const seeder = objs.find((o) => o.metadata.name === 'node-disks-seeder')!;
+  const script = (seeder.spec!.template as { spec: { containers: { command: string[] }[] } }).spec.containers[0]!.command.join(' ');
+  t.regex(script, /for i in 1 2 3 4 5; do/);
+  t.regex(script, /truncate -s 32M/);
+  t.regex(script, /cd \/srv\/nd\/disks/);
+});
+
+test('controller.replicas above 1 without leader election is refused with the reason', async (t) => {
+  const r = await runHelm(helmBin, ['template', 'x', CHART, '--set', 'controller.leaderElection=false']);
+  t.not(r.code, 0);
+  t.regex(r.stderr, /controller\.replicas > 1 needs controller\.leaderElection: true/);
+  await t.notThrowsAsync(render(['--set', 'controller.leaderElection=false', '--set', 'controller.replicas=1']));
+});
+
+const refusals: [string, string[], RegExp][] = [
+  ['an unknown top-level key', ['--set', 'controler.replicas=1'], /additional properties 'controler' not allowed/],
+  ['an unknown nested key', ['--set', 'agent.image.tga=dev'], /at '\/agent\/image': additional properties 'tga' not allowed/],
+  ['a wrong type', ['--set', 'controller.replicas=two'], /at '\/controller\/replicas': got string, want integer/],
+  ['a boolean as a string', ['--set-string', 'crds.keep=yes'], /at '\/crds\/keep': got string, want boolean/],
+  ['a digest that is not one', ['--set', 'agent.image.digest=latest'], /at '\/agent\/image\/digest'/],
+  ['a relative host path', ['--set', 'agent.hostPathRoot=var/lib/nd'], /at '\/agent\/hostPathRoot'/],
+  ["a host path that would end the policy's CEL string", ['--set', "agent.hostPathRoot=/x' || true || '"], /at '\/agent\/hostPathRoot'/],
+  ['an unknown pull policy', ['--set', 'controller.image.pullPolicy=Sometimes'], /at '\/controller\/image\/pullPolicy'/],
+];
+for (const [what, args, message] of refusals) {
+  test(`values.schema.json refuses ${what}, naming the key`, async (t) => {
+    const r = await runHelm(helmBin, ['template', 'x', CHART, ...args]);
+    t.not(r.code, 0);
+    t.regex(r.stderr, message);
+  });
+}
+
+test('the chart asks the cluster nothing and draws nothing at random: two renders are the same bytes', async (t) => {
+  const a = await helm(helmBin, ['template', 'node-disks-manager', CHART, '-f', join(CHART, 'ci', 'everything-values.yaml')]);
+  const b = await helm(helmBin, ['template', 'node-disks-manager', CHART, '-f', join(CHART, 'ci', 'everything-values.yaml')]);
+  t.is(a, b);
+  const templates = readdirSync(join(CHART, 'templates'));
+  for (const f of templates) {
+    const text = readFileSync(join(CHART, 'templates', f), 'utf8');
+    t.notRegex(text, /\b(lookup|randAlphaNum|randAlpha|randNumeric|randAscii|uuidv4|genCA|genPrivateKey|genSelfSignedCert|now)\b/, f);
+  }
+});
