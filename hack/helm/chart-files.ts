@@ -3,22 +3,27 @@
 // admission policies and the RBAC. The chart's templates read them with .Files.Get and add only Helm's
 // labels, the keep annotation, the namespace and the disk dir (docs/adr/0031-helm-chart.md). `--check` exits non-zero when a copy
 // differs, naming the fix.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { load } from 'js-yaml';
 import { REPO_ROOT } from '../lib/paths.ts';
 
 export const CHART_DIR = 'charts/node-disks-manager';
 
-/** Each copy: its path in the chart, from its source in kustomize/. */
+/** The resources a kustomization.yaml lists, in its order. */
+function resources(dir: string): string[] {
+  const k = load(readFileSync(join(REPO_ROOT, dir, 'kustomization.yaml'), 'utf8')) as { resources?: string[] };
+  return k.resources ?? [];
+}
+
+/**
+ * Each copy: its path in the chart, from its source in kustomize/. The policies and the RBAC are whatever
+ * their kustomization.yaml lists, so a file added there reaches the chart (and the drift test) by itself.
+ */
 export const CHART_FILES: Record<string, string> = {
   'files/crd.yaml': 'kustomize/crd/bases/localtest.example.com_nodedisks.yaml',
-  'files/policies/agent_policy.yaml': 'kustomize/policies/agent_policy.yaml',
-  'files/policies/agent_heartbeat_policy.yaml': 'kustomize/policies/agent_heartbeat_policy.yaml',
-  'files/policies/controller_policy.yaml': 'kustomize/policies/controller_policy.yaml',
-  'files/rbac/service_accounts.yaml': 'kustomize/rbac/service_accounts.yaml',
-  'files/rbac/agent_role.yaml': 'kustomize/rbac/agent_role.yaml',
-  'files/rbac/controller_role.yaml': 'kustomize/rbac/controller_role.yaml',
-  'files/rbac/user_roles.yaml': 'kustomize/rbac/user_roles.yaml',
+  ...Object.fromEntries(resources('kustomize/policies').map((f) => [`files/policies/${f}`, `kustomize/policies/${f}`])),
+  ...Object.fromEntries(resources('kustomize/rbac').map((f) => [`files/rbac/${f}`, `kustomize/rbac/${f}`])),
 };
 
 function header(source: string): string {
@@ -41,6 +46,14 @@ if (import.meta.main) {
       if (have !== want) stale.push(`${CHART_DIR}/${copy}`);
     } else {
       writeFileSync(path, want);
+    }
+  }
+  // A copy whose source is gone from kustomize/ would still be installed by the chart.
+  for (const dir of ['files/policies', 'files/rbac']) {
+    for (const f of readdirSync(join(REPO_ROOT, CHART_DIR, dir))) {
+      if (`${dir}/${f}` in CHART_FILES) continue;
+      if (check) stale.push(`${CHART_DIR}/${dir}/${f}`);
+      else rmSync(join(REPO_ROOT, CHART_DIR, dir, f));
     }
   }
   if (stale.length > 0) {
