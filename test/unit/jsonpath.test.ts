@@ -1,6 +1,6 @@
 import test from 'ava';
-import { jsonpath } from '../../plugin/jsonpath.ts';
-import { age, iec, table } from '../../plugin/format.ts';
+import { jsonpath } from '../../plugin/kubectl/jsonpath.ts';
+import { age, iec, table } from '../../plugin/kubectl/format.ts';
 
 const data = {
   items: [

@@ -4,7 +4,7 @@
 // discovered NodeDisk, and applied with server-side apply so nothing else is touched. Deterministic:
 // sorted, no timestamps, so running it again makes no diff; other entries of the overlay are kept, and
 // existing files are edited in place (comments, order and quoting kept). Names the cluster does not have are
-// refused unless --offline (docs/adr/0022-yaml-that-keeps-the-text.md).
+// refused unless --offline (docs/adr/0022-gitops-files-and-krew-archives.md).
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, writeSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { CommandSpec } from '../args.ts';
@@ -12,7 +12,7 @@ import { API_VERSION, KIND, LABEL_AUTO_RESERVE, MAX_NAME_LENGTH } from '../../ap
 import { DNS_SUBDOMAIN_PATTERN } from '../../api/names.ts';
 import type { Session } from '../context.ts';
 import { describeError, EXIT, PluginError, usageError } from '../errors.ts';
-import type { Owned } from '../gitops-files.ts';
+import type { Owned } from '../gitops/files.ts';
 import { ApiError, TransportError } from '../../lib/kube/errors.ts';
 import { KubeConfigError } from '../../lib/kube/kubeconfig.ts';
 import { validateOwner } from './reserve.ts';
@@ -135,7 +135,7 @@ export function checkDirStaysInside(dir: string, cwd = process.cwd()): void {
 
 /** Every file of the overlay as it must be written, computed before anything is written. */
 export async function planOverlay(dir: string, names: string[], action: 'reserve' | 'release', owner: string | undefined): Promise<{ path: string; text: string }[]> {
-  const { addResources, newKustomization, writeDiskFile } = await import('../gitops-files.ts');
+  const { addResources, newKustomization, writeDiskFile } = await import('../gitops/files.ts');
   const kpath = join(dir, 'kustomization.yaml');
   const files = [...new Set(names)].sort().map((name) => ({ name, file: `${name}.yaml` }));
   const plan = files.map(({ name, file }) => {

@@ -10,9 +10,9 @@ import { ApiError } from '../../lib/kube/errors.ts';
 import type { Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import { jittered, sleep } from '../../lib/runtime/backoff.ts';
-import { pickFree } from '../free.ts';
-import { applyResolving, ChangedMeanwhile, fieldOwners, gitOwners, gitRouteError, guarded, type ApplyFlags } from '../ownership.ts';
-import { printNodeDisks, qualifiedName, type OutputFormat } from '../printers.ts';
+import { pickFree } from '../reserve/free.ts';
+import { applyResolving, ChangedMeanwhile, fieldOwners, gitOwners, gitRouteError, guarded, type ApplyFlags } from '../reserve/ownership.ts';
+import { printNodeDisks, qualifiedName, type OutputFormat } from '../kubectl/printers.ts';
 import { hasSelection, resolveTargets, type SelectionFlags } from '../select.ts';
 import { SELECTION_FLAGS } from './list.ts';
 
