@@ -12,7 +12,7 @@ import { DNS_SUBDOMAIN_PATTERN } from '../../api/names.ts';
 import type { Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import { checkDirStaysInside, missingInCluster, planOverlay, writePlanned } from '../gitops/overlay.ts';
-import { validateOwner } from './reserve.ts';
+import { validateOwner } from '../reserve/plan.ts';
 
 const dns = new RegExp(DNS_SUBDOMAIN_PATTERN);
 

@@ -10,7 +10,7 @@ import { escapeControl } from '../escape.ts';
 import { age, iec } from '../kubectl/format.ts';
 import { table } from '../kubectl/tabwriter.ts';
 import { selected, resolveTargets, type SelectionFlags } from '../select.ts';
-import { SELECTION_FLAGS } from './list.ts';
+import { SELECTION_FLAGS } from './flags.ts';
 
 export interface StatusArgs extends SelectionFlags {
   names: string[];
