@@ -1,3 +1,5 @@
+// plugin/kubectl/: kubectl's behaviour, reproduced byte for byte (JSONPath, tab writer, printers, sort, wait --for, list output).
+//
 // Output of NodeDisks exactly as `kubectl get nodedisks` prints it (test/integration/kubectl-parity.test.ts
 // compares the two): the CRD's printer columns (and -o wide), name, json, yaml, jsonpath(-file),
 // custom-columns(-file), with --show-labels, -L and --no-headers. A friendlier view is `status`'s job.
