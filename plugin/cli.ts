@@ -1,11 +1,11 @@
-// kubectl nodedisks: the command line. Global flags are kubectl's; each command lives in ./commands/.
+// kubectl nodedisks: the command line. Global flags are kubectl's; each command lives in ./cmd/.
 import { commandHelp, globalHelp, parseCommand, type CommandSpec } from './args.ts';
-import { completionScript, complete, SHELLS } from './commands/completion.ts';
-import { gitopsCommand } from './commands/gitops.ts';
-import { listCommand } from './commands/list.ts';
-import { releaseCommand, reserveCommand } from './commands/reserve.ts';
-import { statusCommand } from './commands/status.ts';
-import { waitCommand } from './commands/wait.ts';
+import { completionScript, complete, SHELLS } from './cmd/completion.ts';
+import { gitopsCommand } from './cmd/gitops.ts';
+import { listCommand } from './cmd/list.ts';
+import { releaseCommand, reserveCommand } from './cmd/reserve.ts';
+import { statusCommand } from './cmd/status.ts';
+import { waitCommand } from './cmd/wait.ts';
 import { Session, type GlobalFlags, type Io } from './context.ts';
 import { describeError, EXIT, ReportedError, usageError } from './errors.ts';
 import { escapeControl } from './escape.ts';

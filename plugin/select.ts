@@ -4,7 +4,7 @@ import { DESIRED_STATES, NODE_PHASES } from '../api/v1alpha1/types.ts';
 import { nodeNameProblem } from '../api/names.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { Session } from './context.ts';
-import type { ServerTable } from './list-output.ts';
+import type { ServerTable } from './kubectl/list-output.ts';
 import { NODEDISKS_PATH } from '../api/client.ts';
 import { EXIT, PluginError, usageError } from './errors.ts';
 

@@ -10,7 +10,7 @@ import { MAX_OWNER_LENGTH, OWNER_PATTERN } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import { nodeDiskSchema } from '../../api/v1alpha1/schema.ts';
 import { run } from '../../plugin/cli.ts';
-import { checkDirStaysInside } from '../../plugin/commands/gitops.ts';
+import { checkDirStaysInside } from '../../plugin/gitops/overlay.ts';
 import type { Io } from '../../plugin/context.ts';
 
 const NAME = nodeDiskName('node-s1', 'disk1');

@@ -1,6 +1,7 @@
 import test from 'ava';
-import { jsonpath } from '../../plugin/jsonpath.ts';
-import { age, iec, table } from '../../plugin/format.ts';
+import { jsonpath } from '../../plugin/kubectl/jsonpath.ts';
+import { age, iec } from '../../plugin/kubectl/format.ts';
+import { table, TabWriter } from '../../plugin/kubectl/tabwriter.ts';
 
 const data = {
   items: [
@@ -55,5 +56,15 @@ test('ages, sizes and tables read like kubectl', (t) => {
       ],
     ),
     'NAME        X\nlong-name   1\na           22\n',
+  );
+  // One writer, two layouts: status's own table has no minimum width and no blanks at the ends of lines;
+  // kubectl's pads every cell but the last to at least 6, blank ones included.
+  t.is(table(['A', 'B', 'C'], [['x', 'y', '']]), 'A   B   C\nx   y\n');
+  t.is(
+    new TabWriter().format([
+      ['A', 'B', 'C'],
+      ['x', '', ''],
+    ]),
+    'A     B     C\nx           \n',
   );
 });

@@ -1,14 +1,15 @@
 // kubectl nodedisks list|get [NAME…] [-l SELECTOR] [--field-selector F] [--node N] [--phase P] [--desired S]
 // [-o FORMAT] [--sort-by P] [--show-labels] [-L KEY] [--no-headers]: prints what `kubectl get nodedisks`
 // prints for the same arguments (test/integration/kubectl-parity.test.ts holds the two side by side).
-import type { CommandSpec, FlagSpec } from '../args.ts';
+import type { CommandSpec } from '../args.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import type { Session } from '../context.ts';
-import { parseOutput, printNodeDisks } from '../printers.ts';
+import { parseOutput, printNodeDisks } from '../kubectl/printers.ts';
 import { checkNames, hasSelection, selected, selectedPages, type SelectionFlags } from '../select.ts';
-import { listOutput } from '../list-output.ts';
-import { sortItems } from '../sort.ts';
+import { listOutput } from '../kubectl/list-output.ts';
+import { sortItems } from '../kubectl/sort.ts';
+import { SELECTION_FLAGS } from './flags.ts';
 import { watchList } from './list-watch.ts';
 import { EXIT, ReportedError, usageError } from '../errors.ts';
 import { escapeControl } from '../escape.ts';
@@ -25,18 +26,6 @@ export interface ListArgs extends SelectionFlags {
   watch?: boolean | undefined;
   'watch-only'?: boolean | undefined;
 }
-
-export const SELECTION_FLAGS: Record<string, FlagSpec> = {
-  selector: { type: 'string', short: 'l', describe: "Selector (label query) to filter on, e.g. localtest.example.com/node=node-a or 'tier in (fast,slow)'" },
-  'field-selector': {
-    type: 'string',
-    describe: 'Selector (field query) on spec.nodeName, spec.diskID, spec.desired.state, status.node.phase or metadata.name, e.g. spec.nodeName=node-a,status.node.phase!=Error',
-  },
-  node: { type: 'string', describe: 'Only disks of this node (field selector spec.nodeName)' },
-  phase: { type: 'string', describe: 'Only disks in this reported phase: Available, Reserved, Missing, Error or Discovered' },
-  desired: { type: 'string', describe: 'Only disks with this desired state: Available or Reserved' },
-  'chunk-size': { type: 'string', integer: true, default: '500', describe: 'Return large lists in chunks of this many objects' },
-};
 
 /** kubectl's "Error from server (NotFound): nodedisks.localtest.example.com "x" not found". */
 const serverError = (err: ApiError) => escapeControl(`Error from server (${err.reason ?? err.statusCode}): ${err.message}`, true) + '\n';

@@ -7,9 +7,10 @@ import { ApiError } from '../../lib/kube/errors.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { durationFlag, type Session } from '../context.ts';
 import { escapeControl } from '../escape.ts';
-import { age, iec, table } from '../format.ts';
+import { age, iec } from '../kubectl/format.ts';
+import { table } from '../kubectl/tabwriter.ts';
 import { selected, resolveTargets, type SelectionFlags } from '../select.ts';
-import { SELECTION_FLAGS } from './list.ts';
+import { SELECTION_FLAGS } from './flags.ts';
 
 export interface StatusArgs extends SelectionFlags {
   names: string[];

@@ -9,8 +9,8 @@ import { EXIT, PluginError, usageError } from '../errors.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
 import { Backoff, sleep } from '../../lib/runtime/backoff.ts';
 import { checkNames, hasSelection, snapshot, watchSelectors, type SelectionFlags } from '../select.ts';
-import { parseFor, parseWaitTimeout } from '../wait-for.ts';
-import { SELECTION_FLAGS } from './list.ts';
+import { parseFor, parseWaitTimeout } from '../kubectl/wait-for.ts';
+import { SELECTION_FLAGS } from './flags.ts';
 
 export interface WaitArgs extends SelectionFlags {
   names: string[];

@@ -5,7 +5,7 @@ import { endedAtOnce } from '../../lib/kube/watch.ts';
 import { Backoff, sleep } from '../../lib/runtime/backoff.ts';
 import type { Session } from '../context.ts';
 import { EXIT, PluginError } from '../errors.ts';
-import { PrintState, printNodeDisks, type PrintOptions } from '../printers.ts';
+import { PrintState, printNodeDisks, type PrintOptions } from '../kubectl/printers.ts';
 import { snapshot, watchSelectors, type SelectionFlags } from '../select.ts';
 
 export async function watchList(session: Session, names: string[], f: SelectionFlags, o: PrintOptions, watchOnly: boolean): Promise<void> {

@@ -3,13 +3,13 @@
 // so memory grows with the printed text, not with the objects (docs/benchmarks.md).
 // Like kubectl, everything is printed once the last page is in: one table aligned across all pages, one
 // List document, and nothing at all when a page fails half way (docs/adr/0025-plugin-start-and-stream.md).
-import type { NodeDisk } from '../api/v1alpha1/types.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { goJson, sortKeys } from './goformat.ts';
 import { JsonPathError } from './jsonpath.ts';
 import { customColumnRows, printNodeDisks, tableRows, withoutManagedFields, YAML_OPTIONS, type PrintOptions } from './printers.ts';
 import { TabWriter } from './tabwriter.ts';
-import { tableCellText } from './escape.ts';
-import { usageError } from './errors.ts';
+import { tableCellText } from '../escape.ts';
+import { usageError } from '../errors.ts';
 
 /** The API server's Table of NodeDisks (`as=Table;g=meta.k8s.io`, `includeObject=None`), as kubectl get asks. */
 export interface ServerTable {

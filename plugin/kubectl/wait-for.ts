@@ -3,8 +3,8 @@
 // plus our own phase=<Phase> (status.node.phase). Conditions are read at status.conditions with kubectl's
 // rules: type and value compared case-insensitively, the first condition of the type decides, and one that
 // describes an older generation (its observedGeneration, else status.observedGeneration) is not met yet.
-import { isNodePhase, NODE_PHASES, type NodeDisk } from '../api/v1alpha1/types.ts';
-import { usageError } from './errors.ts';
+import { isNodePhase, NODE_PHASES, type NodeDisk } from '../../api/v1alpha1/types.ts';
+import { usageError } from '../errors.ts';
 import { goText } from './goformat.ts';
 import { evaluate, JsonPathError, parsePath } from './jsonpath.ts';
 

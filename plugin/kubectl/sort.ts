@@ -3,9 +3,9 @@
 // lists people read (≤ 12 items) is an insertion sort whose "missing is less" rule reverses the order of
 // the objects missing the field: reproduced here so the output is the same; longer lists are sorted
 // stably (Go's order among equal items there is an accident of its algorithm).
-import type { NodeDisk } from '../api/v1alpha1/types.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { evaluate, relaxedPath } from './jsonpath.ts';
-import { usageError } from './errors.ts';
+import { usageError } from '../errors.ts';
 
 export function sortItems(items: NodeDisk[], expr: string): NodeDisk[] {
   let steps: ReturnType<typeof relaxedPath>;

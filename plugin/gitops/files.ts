@@ -1,14 +1,14 @@
 // The files `kubectl nodedisks gitops` writes into a GitOps repository, edited the way a person would edit
 // them: what is in git is reviewed text, so comments, key order, quoting and layout stay as they were and a
 // change shows as the few lines it is. Loaded only by the gitops command (the `yaml` library is not part of
-// the plugin's start-up; docs/adr/0022-yaml-that-keeps-the-text.md).
+// the plugin's start-up; docs/adr/0022-gitops-files-and-krew-archives.md).
 //
 // - kustomization.yaml: new `resources:` entries are spliced into the original text at the positions the
 //   parser reports, so every other byte is kept (even spacing no serializer reproduces).
 // - <name>.yaml: the few fields the tool owns are set in the parsed document, which keeps comments, order
 //   and quoting; the rest of the file is the user's.
 import { isMap, isScalar, isSeq, parseDocument, Scalar, stringify, type Document, type Node, type YAMLMap } from 'yaml';
-import { usageError } from './errors.ts';
+import { usageError } from '../errors.ts';
 
 const NEW_KUSTOMIZATION = 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n';
 

@@ -1,11 +1,11 @@
 // Who owns a field, from managedFields, and server-side apply with the plugin's conflict rules
 // (docs/adr/0004-field-ownership.md): the agent's ownership of the defaulted spec.desired.state is taken
 // over silently; anyone else's needs --force-conflicts, and git's comes with a pointer to the git route.
-import { GITOPS_FIELD_MANAGERS } from '../api/constants.ts';
-import type { ApplyOptions, NodeDiskApply, NodeDiskClient } from '../api/client.ts';
-import type { NodeDisk } from '../api/v1alpha1/types.ts';
-import { ApiError } from '../lib/kube/errors.ts';
-import { conflictManagers, EXIT, PluginError } from './errors.ts';
+import { GITOPS_FIELD_MANAGERS } from '../../api/constants.ts';
+import type { ApplyOptions, NodeDiskApply, NodeDiskClient } from '../../api/client.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { ApiError } from '../../lib/kube/errors.ts';
+import { conflictManagers, EXIT, PluginError } from '../errors.ts';
 
 /** Managers that own the field at `path` (e.g. ['metadata', 'labels', 'x']) of the main resource. */
 export function fieldOwners(nd: NodeDisk, path: string[]): string[] {

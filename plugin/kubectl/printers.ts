@@ -1,16 +1,18 @@
+// plugin/kubectl/: kubectl's behaviour, reproduced byte for byte (JSONPath, tab writer, printers, sort, wait --for, list output).
+//
 // Output of NodeDisks exactly as `kubectl get nodedisks` prints it (test/integration/kubectl-parity.test.ts
 // compares the two): the CRD's printer columns (and -o wide), name, json, yaml, jsonpath(-file),
 // custom-columns(-file), with --show-labels, -L and --no-headers. A friendlier view is `status`'s job.
 import { readFileSync } from 'node:fs';
-import { GROUP, SINGULAR } from '../api/constants.ts';
-import type { NodeDisk } from '../api/v1alpha1/types.ts';
-import { printerColumns } from '../api/v1alpha1/schema.ts';
+import { GROUP, SINGULAR } from '../../api/constants.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { printerColumns } from '../../api/v1alpha1/schema.ts';
 import { age } from './format.ts';
 import { goJson, goText, goValue, sortKeys } from './goformat.ts';
 import { compileJsonpath, evaluate, itemwiseTemplate, JsonPathError, parsePath, relaxedPath, type ItemwiseRender } from './jsonpath.ts';
 import { TabWriter } from './tabwriter.ts';
-import { escapeTerminal, tableCellText } from './escape.ts';
-import { usageError } from './errors.ts';
+import { escapeTerminal, tableCellText } from '../escape.ts';
+import { usageError } from '../errors.ts';
 
 /** `nodedisk.localtest.example.com/NAME`, as kubectl names an object in -o name and confirmations. */
 export const qualifiedName = (nd: NodeDisk) => `${SINGULAR}.${GROUP}/${nd.metadata.name}`;

@@ -1,7 +1,7 @@
 // Which disk `reserve --node X` / `reserve -l …` (without --all) may hand out: one that is really free
 // and usable, and when there is none, why each candidate was not.
-import { AUTO_OWNER, AUTO_RESERVE_VALUE, LABEL_AUTO_RESERVE } from '../api/constants.ts';
-import type { NodeDisk } from '../api/v1alpha1/types.ts';
+import { AUTO_OWNER, AUTO_RESERVE_VALUE, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 
 /** Why `nd` cannot be handed out as a free disk, or undefined when it can. */
 export function notFreeBecause(nd: NodeDisk): string | undefined {

@@ -1,4 +1,4 @@
-// Formatting as kubectl does it: ages, tables with three spaces between columns, IEC sizes.
+// Ages as kubectl prints them, and sizes in IEC units. Tables: ./tabwriter.ts.
 
 /** kubectl's HumanDuration: 45s, 3m20s, 42m, 5h10m, 30h, 3d4h, 20d, 2y… */
 export function age(since: string | undefined, now = Date.now()): string {
@@ -30,21 +30,4 @@ export function iec(bytes: number | undefined): string {
   }
   const text = Number.isInteger(v) ? String(v) : v.toFixed(1).replace(/\.0$/, '');
   return `${text}${UNITS[u]}`;
-}
-
-/** Left-aligned columns, three spaces apart, like kubectl's table printer. */
-export function table(header: string[] | undefined, rows: string[][]): string {
-  const all = header ? [header, ...rows] : rows;
-  if (all.length === 0) return '';
-  const widths = all[0]!.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
-  return (
-    all
-      .map((r) =>
-        r
-          .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]! + 3)))
-          .join('')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  );
 }

@@ -1,0 +1,134 @@
+// plugin/reserve/: what `reserve` and `release` do to NodeDisks: plan (here, pure), choose a free disk
+// (./free.ts), carry a plan out (./execute.ts), whose field it is (./ownership.ts).
+//
+// Planning reads only the disks as they were listed and the request: what to write to each disk (the
+// auto-reserve label, or spec.desired for --owner), or why not (someone else's reservation, a field git
+// owns). Nothing is written until every disk is planned, so a refusal leaves the cluster as it was.
+import { API_VERSION, AUTO_OWNER, AUTO_RESERVE_VALUE, KIND, LABEL_AUTO_RESERVE, MAX_OWNER_LENGTH, OWNER_PATTERN } from '../../api/constants.ts';
+import type { JsonPatchOp, NodeDiskApply } from '../../api/client.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { EXIT, PluginError, usageError } from '../errors.ts';
+import type { SelectionFlags } from '../select.ts';
+import { pickFree } from './free.ts';
+import { fieldOwners, gitOwners, gitRouteError } from './ownership.ts';
+
+export type Action = 'reserve' | 'release';
+
+/** What the user asked for, apart from which disks. */
+export interface Request {
+  /** A manual reservation for this owner (spec.desired) instead of the auto-reserve label. */
+  owner?: string | undefined;
+  /** Take over or release someone else's reservation. */
+  force: boolean;
+  /** Take fields over from other field managers, GitOps controllers included. */
+  forceConflicts: boolean;
+}
+
+/** A server-side apply, or (only to remove fields) a JSON Patch guarded by the resourceVersion. */
+// (A stale conflict on an apply is resolved by applyResolving; --force here is about whose reservation it is.)
+export type Step = { body: NodeDiskApply } | { name: string; patch: JsonPatchOp[] };
+
+export interface Plan {
+  /** The disk as it was read: its resourceVersion guards every write of the plan. */
+  nd: NodeDisk;
+  steps: Step[];
+  /** What the confirmation line says. */
+  verb: string;
+  /** Why nothing is to be written (the disk is already as asked). */
+  skip?: string;
+}
+
+const OWNER_RE = new RegExp(OWNER_PATTERN);
+
+const base = (nd: NodeDisk) => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name: nd.metadata.name ?? '' } }) as const;
+
+/** Refuses an --owner the CRD would refuse, or the label policy's own (reserve and gitops both ask). */
+export function validateOwner(owner: string | undefined): void {
+  if (owner !== undefined && (owner === AUTO_OWNER || !OWNER_RE.test(owner) || owner.length > MAX_OWNER_LENGTH)) {
+    throw usageError(
+      owner === AUTO_OWNER
+        ? '--owner auto is reserved for the label policy; omit --owner to reserve through the label'
+        : `--owner ${JSON.stringify(owner)} is not a valid owner: letters, digits and - _ . : @ /, starting and ending with a letter or digit, at most ${MAX_OWNER_LENGTH} characters`,
+    );
+  }
+}
+
+export function planReserve(nd: NodeDisk, req: Request): Plan {
+  const d = nd.spec.desired;
+  const heldBy = d?.state === 'Reserved' ? (d.owner ?? '') : undefined;
+  if (req.owner !== undefined) {
+    if (heldBy === req.owner) return { nd, steps: [], verb: '', skip: `already reserved by ${req.owner}` };
+    if (heldBy !== undefined && !req.force) {
+      throw new PluginError(`${nd.metadata.name} is already reserved by ${heldBy || 'a manual reservation with no owner'}; release it first, or pass --force to take it over`, EXIT.conflict);
+    }
+    const owners = fieldOwners(nd, ['spec', 'desired', 'state']);
+    if (gitOwners(owners).length && !req.forceConflicts) throw gitRouteError(nd, 'spec.desired', gitOwners(owners));
+    // Taking over an auto reservation whose label git keeps would leave git and the cluster disagreeing.
+    const labelGit = gitOwners(fieldOwners(nd, ['metadata', 'labels', LABEL_AUTO_RESERVE]));
+    if (heldBy === AUTO_OWNER && labelGit.length && !req.forceConflicts) throw gitRouteError(nd, `the reservation (label ${LABEL_AUTO_RESERVE})`, labelGit);
+    return { nd, steps: [{ body: { ...base(nd), spec: { desired: { state: 'Reserved', owner: req.owner } } } }], verb: `reserved for ${req.owner}` };
+  }
+  if (heldBy !== undefined && heldBy !== AUTO_OWNER && !req.force) {
+    throw new PluginError(
+      `${nd.metadata.name} is reserved by ${heldBy || 'a manual reservation with no owner'}; the auto-reserve label would have no effect. Release it first (it needs --force if it is not yours)`,
+      EXIT.conflict,
+    );
+  }
+  if (nd.metadata.labels?.[LABEL_AUTO_RESERVE] === AUTO_RESERVE_VALUE) return { nd, steps: [], verb: '', skip: 'already labelled for auto reservation' };
+  const owners = fieldOwners(nd, ['metadata', 'labels', LABEL_AUTO_RESERVE]);
+  if (gitOwners(owners).length && !req.forceConflicts) throw gitRouteError(nd, `label ${LABEL_AUTO_RESERVE}`, gitOwners(owners));
+  return { nd, steps: [{ body: { ...base(nd), metadata: { ...base(nd).metadata, labels: { [LABEL_AUTO_RESERVE]: AUTO_RESERVE_VALUE } } } }], verb: 'reserved (auto-reserve label set)' };
+}
+
+// Server-side apply cannot remove a field that another manager also owns (for example a label set with
+// `kubectl label`), so a release is one JSON Patch: it tests the resourceVersion it was planned against
+// (someone else's change in between makes it fail with a conflict, never overwrite) and removes exactly
+// the reservation. docs/adr/0009-plugin.md.
+export function planRelease(nd: NodeDisk, req: Request): Plan {
+  const d = nd.spec.desired;
+  const label = nd.metadata.labels?.[LABEL_AUTO_RESERVE];
+  const ops: JsonPatchOp[] = [{ op: 'test', path: '/metadata/resourceVersion', value: nd.metadata.resourceVersion }];
+  let verb = 'released (auto-reserve label removed)';
+  if (label !== undefined) {
+    const owners = fieldOwners(nd, ['metadata', 'labels', LABEL_AUTO_RESERVE]);
+    if (gitOwners(owners).length && !req.forceConflicts) throw gitRouteError(nd, `label ${LABEL_AUTO_RESERVE}`, gitOwners(owners));
+    ops.push({ op: 'remove', path: `/metadata/labels/${LABEL_AUTO_RESERVE.replace(/~/g, '~0').replace(/\//g, '~1')}` });
+  }
+  if (d?.state === 'Reserved' && d.owner !== AUTO_OWNER) {
+    const holder = d.owner ?? '';
+    if (holder !== (req.owner ?? '') && !req.force) {
+      throw new PluginError(
+        `${nd.metadata.name} is reserved by ${holder || 'a manual reservation with no owner'}${req.owner ? `, not ${req.owner}` : ''}; pass --force to release someone else's reservation`,
+        EXIT.conflict,
+      );
+    }
+    const owners = fieldOwners(nd, ['spec', 'desired', 'state']);
+    if (gitOwners(owners).length && !req.forceConflicts) throw gitRouteError(nd, 'spec.desired', gitOwners(owners));
+    ops.push({ op: 'replace', path: '/spec/desired', value: { state: 'Available' } });
+    verb = holder && holder !== req.owner ? `released (it was reserved by ${holder})` : 'released';
+  }
+  if (ops.length === 1) return { nd, steps: [], verb: '', skip: 'not reserved' };
+  return { nd, steps: [{ name: nd.metadata.name ?? '', patch: ops }], verb };
+}
+
+/** One plan per disk (named disks, or every match with --all), all made before anything is written. */
+export function planEach(disks: NodeDisk[], action: Action, req: Request): Plan[] {
+  if (disks.length === 0) throw new PluginError('no NodeDisk matches the selection', EXIT.notFound);
+  return disks.map((nd) => (action === 'reserve' ? planReserve(nd, req) : planRelease(nd, req)));
+}
+
+/**
+ * "Give me a disk" (reserve -l/--node without --all): the first free, usable disk (by name) of the
+ * selection as it was listed; when there is none, why each disk is not free. With --node alone the
+ * reasons name the disks by their disk ID (all are of that node).
+ */
+export function chooseFree(disks: NodeDisk[], f: SelectionFlags): NodeDisk {
+  if (disks.length === 0) throw new PluginError('no NodeDisk matches the selection', EXIT.notFound);
+  const byNode = f.node !== undefined && f.selector === undefined && f.phase === undefined && f.desired === undefined;
+  const { disk, skipped } = pickFree(disks, (nd) => (byNode ? nd.spec.diskID : (nd.metadata.name ?? '')));
+  if (!disk) {
+    const where = byNode ? `node ${f.node} has no free disk` : `none of the ${disks.length} selected disks is free`;
+    throw new PluginError(`${where}: ${skipped.join(', ')}`, EXIT.conflict);
+  }
+  return disk;
+}
