@@ -18,6 +18,7 @@ COPY controller ./controller
 COPY plugin ./plugin
 COPY hack/build.ts ./hack/build.ts
 COPY hack/lib/paths.ts ./hack/lib/paths.ts
+COPY hack/lib/package-version.ts ./hack/lib/package-version.ts
 RUN node hack/build.ts
 
 # The controller only talks to the API server: it runs as nonroot 65532.

@@ -44,6 +44,7 @@ COPY controller ./controller
 COPY plugin ./plugin
 COPY hack/build.ts ./hack/build.ts
 COPY hack/lib/paths.ts ./hack/lib/paths.ts
+COPY hack/lib/package-version.ts ./hack/lib/package-version.ts
 RUN node hack/build.ts
 ${stages}`;
 }
