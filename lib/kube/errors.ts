@@ -1,22 +1,9 @@
 // API errors as the API server reports them (a metav1.Status), with what a program needs to decide:
 // retry (429, 5xx, timeouts), relist (410), give up and explain (403, 404, 409, 422).
 
-/** metav1.Status, the body of every API error. */
-export interface Status {
-  kind?: 'Status';
-  apiVersion?: string;
-  status?: 'Success' | 'Failure';
-  message?: string;
-  reason?: string;
-  code?: number;
-  details?: {
-    name?: string;
-    group?: string;
-    kind?: string;
-    causes?: { reason?: string; message?: string; field?: string }[];
-    retryAfterSeconds?: number;
-  };
-}
+import type { Status } from './types.ts';
+
+export type { Status };
 
 export class ApiError extends Error {
   readonly statusCode: number;

@@ -10,16 +10,14 @@
 //   replace it (see storeOwnWrite);
 // - a watchdog aborts a watch that has been silent for longer than the server was asked to keep it open,
 //   so a half-dead connection (API server gone without a FIN) cannot stall us forever.
-import type { ObjectMeta } from '../../api/v1alpha1/types.ts';
 import { Backoff, sleep } from '../runtime/backoff.ts';
 import type { Logger } from '../runtime/log.ts';
 import { isApiError } from './errors.ts';
+import type { KubeList, KubeObject, ObjectMeta } from './types.ts';
 import { endedAtOnce, MIN_WATCH_MS, type WatchEvent } from './watch.ts';
 
-export interface Listed<T> {
-  metadata: { resourceVersion?: string; continue?: string };
-  items: T[];
-}
+/** A page of a list: the informer reads its items, resourceVersion and continue token. */
+export type Listed<T> = Pick<KubeList<T>, 'metadata' | 'items'>;
 
 export interface InformerSource<T> {
   list(o: { limit: number; continue?: string }): Promise<Listed<T>>;
@@ -57,9 +55,7 @@ export interface InformerOptions<T = unknown> {
   transform?: (obj: T) => T;
 }
 
-type Obj = { metadata: ObjectMeta };
-
-export class Informer<T extends Obj> {
+export class Informer<T extends KubeObject> {
   readonly cache = new Map<string, T>();
   private synced = false;
   private lastError: Error | undefined;
