@@ -13,6 +13,7 @@
 import { Backoff, sleep } from '../runtime/backoff.ts';
 import type { Logger } from '../runtime/log.ts';
 import { isApiError } from './errors.ts';
+import { listPages } from './pager.ts';
 import type { KubeList, KubeObject, ObjectMeta } from './types.ts';
 import { endedAtOnce, MIN_WATCH_MS, type WatchEvent } from './watch.ts';
 
@@ -151,33 +152,12 @@ export class Informer<T extends KubeObject> {
    * read from the text is only a guess: the parsed page decides, and a wrong guess is dropped and the
    * page asked for again, so correctness never rests on the text's layout.
    */
-  private async *pages(): AsyncGenerator<Listed<T>> {
+  private pages(): AsyncGenerator<Listed<T>> {
     const limit = this.o.pageSize;
+    const at = (cont: string | undefined) => ({ limit, ...(cont ? { continue: cont } : {}) });
     const listText = this.source.listText?.bind(this.source);
-    if (!listText) {
-      let cont: string | undefined;
-      do {
-        const page = await this.source.list({ limit, ...(cont ? { continue: cont } : {}) });
-        yield page;
-        cont = page.metadata.continue || undefined;
-      } while (cont);
-      return;
-    }
-    const ask = (cont: string | undefined) => {
-      const p = listText({ limit, ...(cont ? { continue: cont } : {}) });
-      p.catch(() => {}); // awaited below or dropped; a dropped prefetch must not be an unhandled rejection
-      return p;
-    };
-    let next: Promise<string> | undefined = ask(undefined);
-    while (next) {
-      const text: string = await next;
-      const guess = continueAtEnd(text);
-      next = guess ? ask(guess) : undefined;
-      const page = JSON.parse(text) as Listed<T>;
-      const cont = page.metadata.continue || undefined;
-      if (cont !== guess) next = cont ? ask(cont) : undefined;
-      yield page;
-    }
+    if (!listText) return listPages((cont) => this.source.list(at(cont)));
+    return listPages((cont) => listText(at(cont)), { parse: (text) => JSON.parse(text) as Listed<T>, guess: continueAtEnd });
   }
 
   private async relist(): Promise<string> {
