@@ -10,7 +10,7 @@ import { parseControllerConfig } from './config.ts';
 import { Controller } from './controller.ts';
 import { EventRecorder } from './events.ts';
 import { AgentHeartbeats } from './heartbeat.ts';
-import { LeaderElector, NotLeaderError } from './leader.ts';
+import { LeaderElector, NotLeaderError } from '../lib/kube/leader-election.ts';
 import { controllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 

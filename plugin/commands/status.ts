@@ -2,7 +2,8 @@
 // with no name, a summary per node.
 import type { CommandSpec } from '../args.ts';
 import { AUTO_OWNER, CONDITION, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
-import { DEFAULT_SYSTEM_NAMESPACE, HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, leasesPath, type Lease } from '../../api/heartbeat.ts';
+import { DEFAULT_SYSTEM_NAMESPACE, HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat.ts';
+import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { listPages } from '../../lib/kube/pager.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
