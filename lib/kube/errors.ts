@@ -53,3 +53,58 @@ export function isRetryable(err: unknown): boolean {
   if (err instanceof ApiError) return err.statusCode === 429 || err.statusCode >= 500;
   return false;
 }
+
+/** The reasons of metav1.StatusReason that client-go knows: a 409 with one of these but Conflict is not a conflict. */
+const KNOWN_REASONS = new Set([
+  'Unauthorized',
+  'Forbidden',
+  'NotFound',
+  'AlreadyExists',
+  'Conflict',
+  'Gone',
+  'Invalid',
+  'ServerTimeout',
+  'StoreReadError',
+  'Timeout',
+  'TooManyRequests',
+  'BadRequest',
+  'MethodNotAllowed',
+  'NotAcceptable',
+  'RequestEntityTooLarge',
+  'UnsupportedMediaType',
+  'InternalError',
+  'Expired',
+  'ServiceUnavailable',
+]);
+
+/**
+ * A write refused with 409 Conflict, as client-go's IsConflict decides: reason Conflict, or a 409 whose
+ * reason client-go does not know (a 409 AlreadyExists is a create of a name in use, not a conflict).
+ */
+export function isConflict(err: unknown): err is ApiError {
+  if (!(err instanceof ApiError)) return false;
+  const reason = err.status.reason;
+  return reason === 'Conflict' || (err.statusCode === 409 && (reason === undefined || reason === '' || !KNOWN_REASONS.has(reason)));
+}
+
+/**
+ * A server-side apply conflict over field ownership: other managers own fields the apply sets. The API
+ * server says so in `details.causes` (reason FieldManagerConflict, one per field) and names each manager in
+ * the message ("Apply failed with 1 conflict: conflict with \"m\" …"); either is enough. A fresh read does
+ * not cure it: only force (or leaving the fields alone) does.
+ */
+export function isFieldManagerConflict(err: unknown): err is ApiError {
+  if (!isConflict(err)) return false;
+  const causes = err.status.details?.causes ?? [];
+  if (causes.some((c) => c.reason === 'FieldManagerConflict')) return true;
+  return [err.message, ...causes.map((c) => c.message ?? '')].some((m) => /conflict with "[^"]+"/.test(m));
+}
+
+/**
+ * A write whose resourceVersion precondition failed: the object changed since it was read ("the object
+ * has been modified; please apply your changes to the latest version and try again"). A fresh read and a
+ * new decision cure it; forcing would not (the precondition still holds the write back).
+ */
+export function isStaleVersionConflict(err: unknown): err is ApiError {
+  return isConflict(err) && !isFieldManagerConflict(err);
+}

@@ -67,6 +67,7 @@ export interface Condition {
 export interface Status {
   kind?: 'Status';
   apiVersion?: string;
+  metadata?: ListMeta;
   status?: 'Success' | 'Failure';
   message?: string;
   reason?: string;
