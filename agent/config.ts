@@ -1,8 +1,8 @@
 // Agent configuration from flags and environment (a DaemonSet sets NODE_NAME from spec.nodeName).
 import { parseArgs } from 'node:util';
 import { HelpRequested } from '../lib/runtime/flags.ts';
-import { DEFAULT_DISK_DIR } from '../api/constants.ts';
-import { DEFAULT_SYSTEM_NAMESPACE, LEASE_PERIODS } from '../api/heartbeat.ts';
+import { DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE } from '../api/constants.ts';
+import { LEASE_PERIODS } from '../api/heartbeat.ts';
 import { nodeNameProblem } from '../api/names.ts';
 import { parseDuration } from '../lib/runtime/duration.ts';
 import { parseLevel, type Level } from '../lib/runtime/log.ts';

@@ -9,8 +9,6 @@ export const HEARTBEAT_LEASE_PREFIX = 'node-disks-agent-';
 /** Set on every heartbeat Lease: what the controller selects its Leases by. */
 export const LABEL_HEARTBEAT = `${GROUP}/agent-heartbeat`;
 export const HEARTBEAT_LABEL_VALUE = 'true';
-/** The system namespace the install uses (kustomize/namespace). */
-export const DEFAULT_SYSTEM_NAMESPACE = 'node-disks-system';
 /** A heartbeat Lease lasts this many heartbeat periods, as a kubelet's node lease (40 s, renewed every 10 s). */
 export const LEASE_PERIODS = 4;
 

@@ -1,6 +1,7 @@
 // Controller configuration from flags and environment.
 import { hostname } from 'node:os';
 import yargs from 'yargs';
+import { DEFAULT_SYSTEM_NAMESPACE } from '../api/constants.ts';
 import { stopIfHelp, strictFlags } from '../lib/runtime/flags.ts';
 import { parseDuration } from '../lib/runtime/duration.ts';
 import { parseLevel, type Level } from '../lib/runtime/log.ts';
@@ -32,7 +33,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     .option('kubeconfig', { type: 'string', describe: 'Path to a kubeconfig; in-cluster config when unset' })
     .option('http-address', { type: 'string', default: env.HTTP_ADDRESS ?? ':8080', describe: 'Address for /metrics, /healthz and /readyz' })
     .option('leader-elect', { type: 'boolean', default: true, describe: 'Use a Lease so only one replica acts' })
-    .option('leader-election-namespace', { type: 'string', default: env.POD_NAMESPACE ?? 'node-disks-system' })
+    .option('leader-election-namespace', { type: 'string', default: env.POD_NAMESPACE ?? DEFAULT_SYSTEM_NAMESPACE })
     .option('leader-election-id', { type: 'string', default: 'node-disks-operator.localtest.example.com' })
     .option('identity', { type: 'string', default: env.POD_NAME ?? `${hostname()}-${process.pid}`, describe: 'This replica in the Lease and in Events' })
     .option('lease-duration', { type: 'string', default: '15s' })
@@ -40,8 +41,8 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     .option('retry-period', { type: 'string', default: '2s' })
     .option('agent-lease-namespace', {
       type: 'string',
-      default: env.POD_NAMESPACE ?? 'node-disks-system',
-      defaultDescription: '$POD_NAMESPACE or node-disks-system',
+      default: env.POD_NAMESPACE ?? DEFAULT_SYSTEM_NAMESPACE,
+      defaultDescription: `$POD_NAMESPACE or ${DEFAULT_SYSTEM_NAMESPACE}`,
       describe: "Namespace of the agents' heartbeat Leases: Ready turns Unknown (AgentStale) when a node's Lease expires",
     })
     .option('agent-stale-after', {

@@ -1,8 +1,8 @@
 // kubectl nodedisks status [NAME…]: per disk, desired vs reported vs the controller's view, in words;
 // with no name, a summary per node.
 import type { CommandSpec } from '../args.ts';
-import { AUTO_OWNER, CONDITION, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
-import { DEFAULT_SYSTEM_NAMESPACE, HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat.ts';
+import { AUTO_OWNER, CONDITION, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat.ts';
 import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { listPages } from '../../lib/kube/pager.ts';
