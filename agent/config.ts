@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util';
 import { HelpRequested } from '../lib/runtime/flags.ts';
 import { DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE } from '../api/constants.ts';
-import { LEASE_PERIODS } from '../api/heartbeat.ts';
+import { LEASE_PERIODS } from '../api/heartbeat-lease.ts';
 import { nodeNameProblem } from '../api/names.ts';
 import { parseDuration } from '../lib/runtime/duration.ts';
 import { parseLevel, type Level } from '../lib/runtime/log.ts';

@@ -14,7 +14,7 @@ import { isApiError, isStaleVersionConflict } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import { controllerStatus, readiness, sameControllerStatus } from './conditions.ts';
 import type { EventRecorder } from './events.ts';
-import type { AgentHeartbeats } from './heartbeat.ts';
+import type { AgentHeartbeats } from './agent-liveness.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { decide } from './policy.ts';
 

@@ -2,7 +2,7 @@
 // with no name, a summary per node.
 import type { CommandSpec } from '../args.ts';
 import { AUTO_OWNER, CONDITION, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
-import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat.ts';
+import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat-lease.ts';
 import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { listPages } from '../../lib/kube/pager.ts';
@@ -26,7 +26,7 @@ const DEFAULT_LEASE_SECONDS = 40;
 
 /**
  * The agents' heartbeat Leases (ADR 24) by node (their holderIdentity), as the controller reads them
- * (controller/heartbeat.ts); or why they could not be read. Liveness is taken from these, not from
+ * (controller/agent-liveness.ts); or why they could not be read. Liveness is taken from these, not from
  * status.node.lastSeenTime, which moves only when a report changes: on a quiet cluster it is old while
  * every agent is alive.
  */

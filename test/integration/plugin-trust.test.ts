@@ -12,7 +12,7 @@ import test from 'ava';
 import { dump, load } from 'js-yaml';
 import { FIELD_MANAGER } from '../../api/constants.ts';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../../api/constants.ts';
-import { heartbeatLeaseName, HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat.ts';
+import { heartbeatLeaseName, HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat-lease.ts';
 import { microTime } from '../../lib/kube/lease.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
