@@ -1,5 +1,6 @@
 // API errors as the API server reports them (a metav1.Status), with what a program needs to decide:
-// retry (429, 5xx, timeouts), relist (410), give up and explain (403, 404, 409, 422).
+// retry (429, 5xx, timeouts), relist (410), give up and explain (403, 404, 409, 422); and the errors before
+// any answer: a kubeconfig that cannot be used, a server that cannot be reached.
 
 import type { Status } from './types.ts';
 
@@ -26,6 +27,11 @@ export class ApiError extends Error {
   get reason(): string | undefined {
     return this.status.reason;
   }
+}
+
+/** A kubeconfig (or what it points at: files, an exec credential plugin) that cannot be used as it is. */
+export class KubeConfigError extends Error {
+  override name = 'KubeConfigError';
 }
 
 /** The connection failed or timed out before any HTTP answer: the API server is unreachable. */
