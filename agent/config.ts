@@ -1,8 +1,8 @@
 // Agent configuration from flags and environment (a DaemonSet sets NODE_NAME from spec.nodeName).
 // Parsed with yargs as the controller's (lib/runtime/flags.ts): unknown flags are errors, exit 2.
 import yargs from 'yargs';
-import { DEFAULT_DISK_DIR } from '../api/constants.ts';
-import { DEFAULT_SYSTEM_NAMESPACE, LEASE_PERIODS } from '../api/heartbeat.ts';
+import { DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE } from '../api/constants.ts';
+import { LEASE_PERIODS } from '../api/heartbeat-lease.ts';
 import { nodeNameProblem } from '../api/names.ts';
 import { parseDuration } from '../lib/runtime/duration.ts';
 import { daemonConfig, daemonFlags, stopIfHelp, strictFlags } from '../lib/runtime/flags.ts';

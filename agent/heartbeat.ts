@@ -6,7 +6,8 @@
 // 409 (someone else wrote it: a person, a restore) is answered by one GET and one more PUT; a 404 (it was
 // deleted, or this is the node's first agent) by a POST. The Lease lasts LEASE_PERIODS periods, so three
 // renewals in a row can fail before the controller calls the node's disks stale.
-import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, LEASE_PERIODS, LEASES_API, heartbeatLeaseName, leasesPath, microTime, type Lease } from '../api/heartbeat.ts';
+import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, LEASE_PERIODS, heartbeatLeaseName } from '../api/heartbeat-lease.ts';
+import { LEASES_API, leasesPath, microTime, type Lease } from '../lib/kube/lease.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { RestClient } from '../lib/kube/rest.ts';
 import { Backoff, sleep } from '../lib/runtime/backoff.ts';

@@ -3,6 +3,7 @@
 
 import { type API_VERSION, GROUP, type KIND, PLURAL, VERSION } from './constants.ts';
 import type { NodeDisk, NodeDiskList } from './v1alpha1/types.ts';
+import { listPages } from '../lib/kube/pager.ts';
 import { CONTENT_TYPE, type Query, type RestClient } from '../lib/kube/rest.ts';
 import { watch, type WatchEvent } from '../lib/kube/watch.ts';
 
@@ -74,13 +75,8 @@ export class NodeDiskClient {
   }
 
   /** Every page of a list, `pageSize` at a time, so large clusters are not loaded in one response. */
-  async *listPages(o: ListOptions & { pageSize?: number } = {}): AsyncGenerator<NodeDiskList> {
-    let cont: string | undefined;
-    do {
-      const page = await this.list({ ...o, limit: o.pageSize ?? 500, continue: cont });
-      yield page;
-      cont = page.metadata.continue || undefined;
-    } while (cont);
+  listPages(o: ListOptions & { pageSize?: number } = {}): AsyncGenerator<NodeDiskList> {
+    return listPages((cont) => this.list({ ...o, limit: o.pageSize ?? 500, continue: cont }));
   }
 
   /**

@@ -51,6 +51,12 @@ export const DISK_SUFFIX = '.img';
 export const MARKER_SUFFIX = '.reserved';
 export const MARKER_CONTENT = 'reserved\n';
 
+/**
+ * The namespace the install puts its workloads, ServiceAccounts and Leases in (kustomize/namespace): the
+ * default of every program's namespace flag when the pod's own namespace is not given.
+ */
+export const DEFAULT_SYSTEM_NAMESPACE = 'node-disks-system';
+
 /** Names of the controller's conditions. */
 export const CONDITION = {
   accepted: 'Accepted',

@@ -4,7 +4,7 @@
 // lastTransitionTime moves only when a condition's status changes (metav1.Condition semantics).
 import { CONDITION } from '../api/constants.ts';
 import type { Condition, ConditionStatus, ControllerStatus, NodeDisk, NodeDiskStatus } from '../api/v1alpha1/types.ts';
-import type { AgentLiveness } from './heartbeat.ts';
+import type { AgentLiveness } from './agent-liveness.ts';
 import type { PolicyDecision } from './policy.ts';
 
 export interface ReadyVerdict {
@@ -17,7 +17,7 @@ export interface ReadyVerdict {
 
 /**
  * Whether what the agent reports matches what is desired, in words. `liveness` is what the node's heartbeat
- * Lease says (controller/heartbeat.ts, ADR 24); without one (an agent from before it, or none given) the
+ * Lease says (controller/agent-liveness.ts, ADR 24); without one (an agent from before it, or none given) the
  * report's lastSeenTime decides staleness against `staleAfterMs`, as before.
  */
 export function readyCondition(nd: NodeDisk, now: number, staleAfterMs: number, liveness?: AgentLiveness): ReadyVerdict {

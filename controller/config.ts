@@ -1,6 +1,7 @@
 // Controller configuration from flags and environment.
 import { hostname } from 'node:os';
 import yargs from 'yargs';
+import { DEFAULT_SYSTEM_NAMESPACE } from '../api/constants.ts';
 import { daemonConfig, daemonFlags, stopIfHelp, strictFlags } from '../lib/runtime/flags.ts';
 import { parseDuration } from '../lib/runtime/duration.ts';
 import type { Level } from '../lib/runtime/log.ts';
@@ -27,7 +28,7 @@ export interface ControllerConfig {
 export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ControllerConfig {
   const parser = daemonFlags(yargs(argv).scriptName('node-disks-operator').usage('$0 [flags]\n\nApplies the auto-reserve label policy to NodeDisks and reports their conditions.'), env)
     .option('leader-elect', { type: 'boolean', default: true, describe: 'Use a Lease so only one replica acts' })
-    .option('leader-election-namespace', { type: 'string', default: env.POD_NAMESPACE ?? 'node-disks-system' })
+    .option('leader-election-namespace', { type: 'string', default: env.POD_NAMESPACE ?? DEFAULT_SYSTEM_NAMESPACE })
     .option('leader-election-id', { type: 'string', default: 'node-disks-operator.localtest.example.com' })
     .option('identity', { type: 'string', default: env.POD_NAME ?? `${hostname()}-${process.pid}`, describe: 'This replica in the Lease and in Events' })
     .option('lease-duration', { type: 'string', default: '15s' })
@@ -35,8 +36,8 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     .option('retry-period', { type: 'string', default: '2s' })
     .option('agent-lease-namespace', {
       type: 'string',
-      default: env.POD_NAMESPACE ?? 'node-disks-system',
-      defaultDescription: '$POD_NAMESPACE or node-disks-system',
+      default: env.POD_NAMESPACE ?? DEFAULT_SYSTEM_NAMESPACE,
+      defaultDescription: `$POD_NAMESPACE or ${DEFAULT_SYSTEM_NAMESPACE}`,
       describe: "Namespace of the agents' heartbeat Leases: Ready turns Unknown (AgentStale) when a node's Lease expires",
     })
     .option('agent-stale-after', {

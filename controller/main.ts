@@ -9,8 +9,8 @@ import { cgroupMemoryLimit, heapProblem } from '../lib/runtime/memory.ts';
 import { parseControllerConfig } from './config.ts';
 import { Controller } from './controller.ts';
 import { EventRecorder } from './events.ts';
-import { AgentHeartbeats } from './heartbeat.ts';
-import { LeaderElector, NotLeaderError } from './leader.ts';
+import { AgentHeartbeats } from './agent-liveness.ts';
+import { LeaderElector, NotLeaderError } from '../lib/kube/leader-election.ts';
 import { controllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 

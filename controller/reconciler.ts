@@ -10,11 +10,11 @@
 import { API_VERSION, FIELD_MANAGER, KIND } from '../api/constants.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
-import { isApiError } from '../lib/kube/errors.ts';
+import { isApiError, isStaleVersionConflict } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import { controllerStatus, readyCondition, sameControllerStatus } from './conditions.ts';
 import type { EventRecorder } from './events.ts';
-import type { AgentHeartbeats } from './heartbeat.ts';
+import type { AgentHeartbeats } from './agent-liveness.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { decide } from './policy.ts';
 
@@ -50,14 +50,6 @@ export interface ReconcileResult {
 /** Decisions taken again from fresh state before giving up to the queue's backoff. */
 const MAX_ATTEMPTS = 5;
 
-/**
- * A 409 from an apply that carried a resourceVersion: the object changed since we read it. (A 409 that
- * names field managers is a field ownership conflict instead, which a fresh read does not cure.)
- */
-export function isStaleVersion(err: unknown): boolean {
-  return isApiError(err, 409) && !(err.status.details?.causes ?? []).some((c) => c.reason === 'FieldManagerConflict');
-}
-
 export class Reconciler {
   private readonly o: ReconcilerOptions;
   constructor(o: ReconcilerOptions) {
@@ -72,7 +64,7 @@ export class Reconciler {
       try {
         return await this.reconcileVersion(nd);
       } catch (err) {
-        if (!isStaleVersion(err) || attempt >= MAX_ATTEMPTS) throw err;
+        if (!isStaleVersionConflict(err) || attempt >= MAX_ATTEMPTS) throw err;
         this.o.metrics.conflicts.inc();
         this.o.log.debug('the NodeDisk changed since it was read; deciding again from a fresh read', { nodeDisk: name, resourceVersion: nd.metadata.resourceVersion, attempt });
         try {

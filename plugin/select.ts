@@ -3,6 +3,7 @@ import { isDesiredState, isNodePhase, type NodeDisk } from '../api/v1alpha1/type
 import { DESIRED_STATES, NODE_PHASES } from '../api/v1alpha1/types.ts';
 import { nodeNameProblem } from '../api/names.ts';
 import { isApiError } from '../lib/kube/errors.ts';
+import { listPages } from '../lib/kube/pager.ts';
 import type { Session } from './context.ts';
 import type { ServerTable } from './kubectl/list-output.ts';
 import { NODEDISKS_PATH } from '../api/client.ts';
@@ -66,25 +67,6 @@ export async function* selected(session: Session, f: SelectionFlags): AsyncGener
 }
 
 /**
- * Pages of a list, the next one asked for as soon as a page arrives, so the API server prepares it while
- * this one is printed.
- */
-async function* prefetched<T extends { metadata?: { continue?: string } }>(fetch: (cont: string | undefined) => Promise<T>): AsyncGenerator<T> {
-  let next: Promise<T> | undefined = fetch(undefined);
-  try {
-    while (next) {
-      const page: T = await next;
-      const cont = page.metadata?.continue;
-      next = cont ? fetch(cont) : undefined;
-      yield page;
-    }
-  } finally {
-    // Left early (a page could not be printed): the request in flight no longer matters.
-    next?.catch(() => undefined);
-  }
-}
-
-/**
  * The selection page by page (`--chunk-size`), as objects or, with `table`, as the API server's Table
  * without objects (`includeObject=None`, a few dozen bytes a row: what the default table prints).
  */
@@ -95,9 +77,9 @@ export async function* selectedPages(session: Session, f: SelectionFlags, table:
     if (table) {
       const fetch = (cont: string | undefined) =>
         client.rest.request<ServerTable>('GET', NODEDISKS_PATH, { query: { ...query, continue: cont, includeObject: 'None' }, accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' });
-      for await (const page of prefetched(fetch)) yield { table: page };
+      for await (const page of listPages(fetch, { ask: 'early' })) yield { table: page };
     } else {
-      for await (const page of prefetched((cont) => client.list({ ...query, continue: cont }))) yield { items: page.items };
+      for await (const page of listPages((cont) => client.list({ ...query, continue: cont }), { ask: 'early' })) yield { items: page.items };
     }
   } catch (err) {
     selectorError(err, f.selector);

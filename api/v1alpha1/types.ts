@@ -1,6 +1,7 @@
 // The NodeDisk resource, in exactly the seed's shape (see docs/design.md). These types describe
 // the JSON the API server stores; the CRD schema in ./schema.ts is tested against them.
 
+import type { Condition, ListMeta, ObjectMeta as KubeObjectMeta } from '../../lib/kube/types.ts';
 import type { API_VERSION, KIND, LIST_KIND } from '../constants.ts';
 
 export const DESIRED_STATES = ['Available', 'Reserved'] as const;
@@ -10,42 +11,11 @@ export type DesiredState = (typeof DESIRED_STATES)[number];
 export const NODE_PHASES = ['Discovered', 'Available', 'Reserved', 'Missing', 'Error'] as const;
 export type NodePhase = (typeof NODE_PHASES)[number];
 
-export type ConditionStatus = 'True' | 'False' | 'Unknown';
+/** metav1.Condition, and the part of metav1.ManagedFieldsEntry the programs read (to name who owns a field). */
+export type { Condition, ConditionStatus, ManagedFieldsEntry } from '../../lib/kube/types.ts';
 
-/** metav1.Condition */
-export interface Condition {
-  type: string;
-  status: ConditionStatus;
-  observedGeneration?: number;
-  lastTransitionTime: string;
-  reason: string;
-  message: string;
-}
-
-/** The part of metav1.ManagedFieldsEntry the programs read (to name who owns a field). */
-export interface ManagedFieldsEntry {
-  manager?: string;
-  operation?: 'Apply' | 'Update';
-  apiVersion?: string;
-  time?: string;
-  fieldsType?: string;
-  fieldsV1?: Record<string, unknown>;
-  subresource?: string;
-}
-
-/** The part of metav1.ObjectMeta a NodeDisk uses, as the API server returns it (times are RFC 3339 strings). */
-export interface ObjectMeta {
-  name?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-  finalizers?: string[];
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  managedFields?: ManagedFieldsEntry[];
-}
+/** The part of metav1.ObjectMeta a NodeDisk uses (it is cluster-scoped: no namespace). */
+export type ObjectMeta = Omit<KubeObjectMeta, 'namespace'>;
 
 export interface DesiredSpec {
   state?: DesiredState;
@@ -98,7 +68,7 @@ export interface NodeDisk {
 export interface NodeDiskList {
   apiVersion: typeof API_VERSION;
   kind: typeof LIST_KIND;
-  metadata: { resourceVersion?: string; continue?: string; remainingItemCount?: number };
+  metadata: ListMeta;
   items: NodeDisk[];
 }
 

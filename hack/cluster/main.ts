@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DEFAULT_SYSTEM_NAMESPACE } from '../../api/constants.ts';
 import { REPO_ROOT } from '../lib/paths.ts';
 import { Cluster } from './cluster.ts';
 import { serveControl } from './control.ts';
@@ -108,11 +109,13 @@ async function main(): Promise<number> {
         ),
     );
     await cluster.until('the agent DaemonSet is ready on 3 nodes', 300_000, async () => {
-      const out = await cluster.kubectl(['-n', 'node-disks-system', 'get', 'daemonset/node-disks-agent', '-o', 'jsonpath={.status.numberReady}/{.status.desiredNumberScheduled}']).catch(() => '');
+      const out = await cluster
+        .kubectl(['-n', DEFAULT_SYSTEM_NAMESPACE, 'get', 'daemonset/node-disks-agent', '-o', 'jsonpath={.status.numberReady}/{.status.desiredNumberScheduled}'])
+        .catch(() => '');
       return out === '3/3';
     });
     await cluster.until('the controller Deployment is available', 300_000, async () => {
-      const out = await cluster.kubectl(['-n', 'node-disks-system', 'get', 'deployment/node-disks-operator', '-o', 'jsonpath={.status.availableReplicas}/{.spec.replicas}']).catch(() => '');
+      const out = await cluster.kubectl(['-n', DEFAULT_SYSTEM_NAMESPACE, 'get', 'deployment/node-disks-operator', '-o', 'jsonpath={.status.availableReplicas}/{.spec.replicas}']).catch(() => '');
       const [a, b] = out.split('/');
       return a !== '' && a === b;
     });

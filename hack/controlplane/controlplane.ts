@@ -15,13 +15,14 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
-import { API_VERSION, DEFAULT_DISK_DIR, KIND } from '../../api/constants.ts';
+import { API_VERSION, DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE, KIND } from '../../api/constants.ts';
 import { ensureBinaries, type ControlPlaneBinaries } from './binaries.ts';
 import { ServerProcess } from '../lib/process.ts';
 
 import { REPO_ROOT } from '../lib/paths.ts';
 export { REPO_ROOT };
-export const SYSTEM_NAMESPACE = 'node-disks-system';
+/** The install's namespace, where the control plane applies kustomize/default unless told otherwise. */
+export const SYSTEM_NAMESPACE = DEFAULT_SYSTEM_NAMESPACE;
 
 export interface Identity {
   name: string;

@@ -10,16 +10,15 @@
 //   replace it (see storeOwnWrite);
 // - a watchdog aborts a watch that has been silent for longer than the server was asked to keep it open,
 //   so a half-dead connection (API server gone without a FIN) cannot stall us forever.
-import type { ObjectMeta } from '../../api/v1alpha1/types.ts';
 import { Backoff, sleep } from '../runtime/backoff.ts';
 import type { Logger } from '../runtime/log.ts';
 import { isApiError } from './errors.ts';
+import { listPages } from './pager.ts';
+import type { KubeList, KubeObject, ObjectMeta } from './types.ts';
 import { endedAtOnce, MIN_WATCH_MS, type WatchEvent } from './watch.ts';
 
-export interface Listed<T> {
-  metadata: { resourceVersion?: string; continue?: string };
-  items: T[];
-}
+/** A page of a list: the informer reads its items, resourceVersion and continue token. */
+export type Listed<T> = Pick<KubeList<T>, 'metadata' | 'items'>;
 
 export interface InformerSource<T> {
   list(o: { limit: number; continue?: string }): Promise<Listed<T>>;
@@ -57,9 +56,7 @@ export interface InformerOptions<T = unknown> {
   transform?: (obj: T) => T;
 }
 
-type Obj = { metadata: ObjectMeta };
-
-export class Informer<T extends Obj> {
+export class Informer<T extends KubeObject> {
   readonly cache = new Map<string, T>();
   private synced = false;
   private lastError: Error | undefined;
@@ -155,33 +152,12 @@ export class Informer<T extends Obj> {
    * read from the text is only a guess: the parsed page decides, and a wrong guess is dropped and the
    * page asked for again, so correctness never rests on the text's layout.
    */
-  private async *pages(): AsyncGenerator<Listed<T>> {
+  private pages(): AsyncGenerator<Listed<T>> {
     const limit = this.o.pageSize;
+    const at = (cont: string | undefined) => ({ limit, ...(cont ? { continue: cont } : {}) });
     const listText = this.source.listText?.bind(this.source);
-    if (!listText) {
-      let cont: string | undefined;
-      do {
-        const page = await this.source.list({ limit, ...(cont ? { continue: cont } : {}) });
-        yield page;
-        cont = page.metadata.continue || undefined;
-      } while (cont);
-      return;
-    }
-    const ask = (cont: string | undefined) => {
-      const p = listText({ limit, ...(cont ? { continue: cont } : {}) });
-      p.catch(() => {}); // awaited below or dropped; a dropped prefetch must not be an unhandled rejection
-      return p;
-    };
-    let next: Promise<string> | undefined = ask(undefined);
-    while (next) {
-      const text: string = await next;
-      const guess = continueAtEnd(text);
-      next = guess ? ask(guess) : undefined;
-      const page = JSON.parse(text) as Listed<T>;
-      const cont = page.metadata.continue || undefined;
-      if (cont !== guess) next = cont ? ask(cont) : undefined;
-      yield page;
-    }
+    if (!listText) return listPages((cont) => this.source.list(at(cont)));
+    return listPages((cont) => listText(at(cont)), { parse: (text) => JSON.parse(text) as Listed<T>, guess: continueAtEnd });
   }
 
   private async relist(): Promise<string> {

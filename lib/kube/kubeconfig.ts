@@ -6,17 +6,18 @@
 // a name or current-context wins), --kubeconfig alone when given, ~/.kube/config, in-cluster config; the
 // --context/--cluster/--user/--server/--token/--as/--as-group/--certificate-authority/
 // --insecure-skip-tls-verify overrides; paths relative to the file that names them; token, tokenFile,
-// client certificates, basic auth, and exec credential plugins (client.authentication.k8s.io v1/v1beta1);
+// client certificates, basic auth, and exec credential plugins (client.authentication.k8s.io v1/v1beta1,
+// run by ./exec-credential.ts);
 // a cluster's proxy-url, else HTTPS_PROXY/HTTP_PROXY/NO_PROXY (./proxy.ts).
-import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, resolve, sep } from 'node:path';
 import { load } from 'js-yaml';
+import { KubeConfigError } from './errors.ts';
+import { type ExecConfig, execCredentials } from './exec-credential.ts';
 import { kubeconfigProxy, proxyFor, ProxyConfigError, type Proxy } from './proxy.ts';
 
-export class KubeConfigError extends Error {
-  override name = 'KubeConfigError';
-}
+export { KubeConfigError };
 
 interface NamedCluster {
   name: string;
@@ -28,14 +29,6 @@ interface NamedCluster {
     'tls-server-name'?: string;
     'proxy-url'?: string;
   };
-}
-interface ExecConfig {
-  apiVersion?: string;
-  command: string;
-  args?: string[];
-  env?: { name: string; value: string }[] | null;
-  installHint?: string;
-  provideClusterInfo?: boolean;
 }
 interface NamedUser {
   name: string;
@@ -193,78 +186,6 @@ function fileOrData(path: string | undefined, data: string | undefined, what: st
   }
 }
 
-interface ExecResult {
-  token?: string;
-  cert?: Buffer;
-  key?: Buffer;
-  expires?: number;
-}
-
-/**
- * The executable a bare exec command names, found in PATH as Go's exec.LookPath finds it (client-go runs
- * it with exec.Command): the first match wins, and a match in a relative PATH entry (`.`, or an empty
- * entry) is refused rather than run from the current directory, as Go refuses it (exec.ErrDot). The
- * system's own search (execvp) would run it. Undefined when there is none.
- */
-export function lookPath(name: string, env: NodeJS.ProcessEnv, platform: NodeJS.Platform = process.platform): string | undefined {
-  const exts = platform === 'win32' ? ['', ...(env.PATHEXT ?? '.COM;.EXE;.BAT;.CMD').split(';').filter(Boolean)] : [''];
-  for (const entry of (env.PATH ?? '').split(delimiter)) {
-    for (const ext of exts) {
-      const candidate = join(entry === '' ? '.' : entry, name + ext);
-      try {
-        if (!statSync(candidate).isFile()) continue;
-        if (platform !== 'win32') accessSync(candidate, constants.X_OK);
-      } catch {
-        continue;
-      }
-      if (!isAbsolute(entry)) {
-        throw new KubeConfigError(
-          `exec credential plugin ${name}: cannot run executable found relative to current directory (${candidate}, through PATH entry ${JSON.stringify(entry)}); give exec.command as an absolute path or a path relative to the kubeconfig, or remove relative entries from PATH`,
-        );
-      }
-      return candidate;
-    }
-  }
-  return undefined;
-}
-
-function runExec(exec: ExecConfig, server: string, env: NodeJS.ProcessEnv): Promise<ExecResult> {
-  // A path (made absolute against its kubeconfig when it was read) runs as it is; a bare name only from PATH.
-  const command = isAbsolute(exec.command) ? exec.command : lookPath(exec.command, env);
-  if (command === undefined) {
-    const hint = exec.installHint ? ` ${exec.installHint.trim()}` : '';
-    return Promise.reject(new KubeConfigError(`exec credential plugin ${exec.command} failed: executable file not found in $PATH${hint}`));
-  }
-  const apiVersion = exec.apiVersion ?? 'client.authentication.k8s.io/v1';
-  const info = { apiVersion, kind: 'ExecCredential', spec: { interactive: false, ...(exec.provideClusterInfo ? { cluster: { server } } : {}) } };
-  const childEnv: NodeJS.ProcessEnv = { ...env, KUBERNETES_EXEC_INFO: JSON.stringify(info) };
-  for (const e of exec.env ?? []) childEnv[e.name] = e.value;
-  return new Promise((resolvePromise, reject) => {
-    // node:child_process is taken only here, when an exec credential plugin runs: loading it (with
-    // node:net and node:dgram) costs CPU on every plugin start (ADR 27), and most users have no exec.
-    process.getBuiltinModule('node:child_process').execFile(command, exec.args ?? [], { env: childEnv, timeout: 60_000, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) {
-        const hint = (err as NodeJS.ErrnoException).code === 'ENOENT' && exec.installHint ? ` ${exec.installHint.trim()}` : '';
-        reject(new KubeConfigError(`exec credential plugin ${exec.command} failed: ${stderr.trim() || err.message}${hint}`));
-        return;
-      }
-      try {
-        const cred = JSON.parse(stdout) as { status?: { token?: string; clientCertificateData?: string; clientKeyData?: string; expirationTimestamp?: string } };
-        const s = cred.status ?? {};
-        if (!s.token && !(s.clientCertificateData && s.clientKeyData)) throw new Error('its status has neither a token nor a client certificate and key');
-        resolvePromise({
-          ...(s.token ? { token: s.token } : {}),
-          ...(s.clientCertificateData ? { cert: Buffer.from(s.clientCertificateData) } : {}),
-          ...(s.clientKeyData ? { key: Buffer.from(s.clientKeyData) } : {}),
-          ...(s.expirationTimestamp ? { expires: Date.parse(s.expirationTimestamp) } : {}),
-        });
-      } catch (e) {
-        reject(new KubeConfigError(`exec credential plugin ${exec.command} returned an unusable ExecCredential: ${(e as Error).message}`));
-      }
-    });
-  });
-}
-
 /** Which files kubectl would read, in order. */
 function configPaths(o: KubeConfigOptions, env: NodeJS.ProcessEnv): { paths: string[]; explicit: boolean } {
   if (o.kubeconfig) return { paths: [o.kubeconfig], explicit: true };
@@ -337,21 +258,20 @@ export function loadKubeConfig(o: KubeConfigOptions = {}): ClusterAccess {
   if (as) impersonate['Impersonate-User'] = as;
   const groupHeaders = asGroups ?? [];
 
-  let execCache: ExecResult | undefined;
+  const exec = user.exec ? execCredentials(user.exec, server, env) : undefined;
   const token = o.token ?? user.token;
   const headers = async (): Promise<Record<string, string>> => {
     const h: Record<string, string> = { ...impersonate };
     if (token) h.Authorization = `Bearer ${token}`;
     else if (user.tokenFile) h.Authorization = `Bearer ${readFileSync(user.tokenFile, 'utf8').trim()}`;
-    else if (user.exec) {
-      if (!execCache || (execCache.expires !== undefined && execCache.expires - Date.now() < 10_000)) {
-        execCache = await runExec(user.exec, server, env);
-        if (execCache.cert && execCache.key) {
-          tls.cert = execCache.cert;
-          tls.key = execCache.key;
-        }
+    else if (exec) {
+      const cred = await exec();
+      // A client certificate from the plugin is the connection's from now on.
+      if (cred.cert && cred.key) {
+        tls.cert = cred.cert;
+        tls.key = cred.key;
       }
-      if (execCache.token) h.Authorization = `Bearer ${execCache.token}`;
+      if (cred.token) h.Authorization = `Bearer ${cred.token}`;
     } else if (user.username !== undefined && user.password !== undefined) {
       h.Authorization = `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}`;
     }

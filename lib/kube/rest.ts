@@ -3,7 +3,7 @@
 // needs what those hide: server-side apply content types, streaming watches, the Status body of an
 // error, Retry-After, and request timeouts.
 
-import type { IncomingMessage, OutgoingHttpHeaders, RequestOptions } from 'node:http';
+import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, RequestOptions } from 'node:http';
 import { ApiError, TransportError, type Status } from './errors.ts';
 import type { ClusterAccess } from './kubeconfig.ts';
 import { redactedProxy } from './proxy.ts';
@@ -91,6 +91,10 @@ export class RestClient {
     this.agents.agent?.destroy();
   }
 
+  /**
+   * The proxy choice: the direct keep-alive agent made in the constructor, or, when the access names a
+   * proxy (./proxy.ts decided which, from proxy-url or the environment), the proxy's agent, made on first use.
+   */
   private async agent(): Promise<import('node:http').Agent> {
     if (this.agents.agent) return this.agents.agent;
     const proxy = this.access.proxy!;
@@ -118,6 +122,59 @@ export class RestClient {
     const url = this.url(path, init.query);
     const auth = await this.access.headers();
     const agent = await this.agent();
+    const { options, payload } = this.requestOptions(method, url, init, auth, agent);
+    const signal = this.signalOf(init);
+    // The wait for a token comes before the gate: the gate must be the last thing asked before sending.
+    await this.opts.rateLimiter?.wait(signal);
+    // Nothing is awaited from here on. See docs/adr/0011 for the gate, and sendWhenAllowed for why it is
+    // asked again once the connection is ready.
+    signal?.throwIfAborted();
+    this.opts.gate?.();
+    const send = url.protocol === 'http:' ? http().request : https().request;
+    return await new Promise<IncomingMessage>((resolve, reject) => {
+      let response: IncomingMessage | undefined;
+      const req = send(url, { ...options, signal }, (res) => {
+        response = res;
+        const code = res.statusCode ?? 0;
+        // The timeout covers the whole exchange, body included, and ends with it; a stream's ends here.
+        if (init.stream) timeout.clear();
+        res.once('close', () => timeout.clear());
+        if (code >= 200 && code < 300) {
+          resolve(res);
+          return;
+        }
+        readBody(res).then(
+          (text) => reject(toApiError(method, path, code, text, res.headers['retry-after'])),
+          (err: Error) => reject(this.transportError(err)),
+        );
+      });
+      const timeout = armTimeout(req, () => response, init.timeoutMs ?? this.opts.timeoutMs ?? 0);
+      let refused: unknown;
+      req.on('error', (err: Error & { code?: string }) => {
+        timeout.clear();
+        if (err === refused || err.name === 'AbortError') reject(err);
+        else reject(this.transportError(err));
+      });
+      req.once('proxyConnect', (answer: { statusCode?: number; statusText?: string }) => {
+        const refusal = proxyRefusal(answer);
+        if (!refusal) return;
+        reject(this.transportError(refusal));
+        req.destroy();
+      });
+      sendWhenAllowed(req, url, payload, this.opts.gate, (err) => {
+        refused = err;
+      });
+    });
+  }
+
+  /** What node:http needs for one request: method, headers (auth, content), agent and TLS; and the body. */
+  private requestOptions(
+    method: string,
+    url: URL,
+    init: RequestInit,
+    auth: Record<string, string>,
+    agent: import('node:http').Agent,
+  ): { options: RequestOptions & { headers: OutgoingHttpHeaders }; payload: string | undefined } {
     const headers: OutgoingHttpHeaders = { Accept: init.accept ?? 'application/json', 'User-Agent': this.opts.userAgent ?? 'nodedisks', ...auth };
     const tls = this.access.tls;
     const options: RequestOptions & { headers: OutgoingHttpHeaders } = {
@@ -132,75 +189,12 @@ export class RestClient {
       options.headers['Content-Type'] = init.contentType ?? CONTENT_TYPE.json;
       options.headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
-    const timeoutMs = init.timeoutMs ?? this.opts.timeoutMs ?? 0;
-    const send = url.protocol === 'http:' ? http().request : https().request;
-    const signal = this.opts.signal && init.signal ? AbortSignal.any([this.opts.signal, init.signal]) : (this.opts.signal ?? init.signal);
-    // The wait for a token comes before the gate: the gate must be the last thing asked before sending.
-    await this.opts.rateLimiter?.wait(signal);
-    // Nothing is awaited from here on. See docs/adr/0011 for the gate.
-    signal?.throwIfAborted();
-    this.opts.gate?.();
-    return await new Promise<IncomingMessage>((resolve, reject) => {
-      let response: IncomingMessage | undefined;
-      let timer: NodeJS.Timeout | undefined;
-      const req = send(url, { ...options, signal }, (res) => {
-        response = res;
-        const code = res.statusCode ?? 0;
-        // The timeout covers the whole exchange, body included, and ends with it; a stream's ends here.
-        if (init.stream) clearTimeout(timer);
-        res.once('close', () => clearTimeout(timer));
-        if (code >= 200 && code < 300) {
-          resolve(res);
-          return;
-        }
-        readBody(res).then(
-          (text) => reject(toApiError(method, path, code, text, res.headers['retry-after'])),
-          (err: Error) => reject(this.transportError(err)),
-        );
-      });
-      if (timeoutMs > 0) {
-        timer = setTimeout(() => {
-          const err = Object.assign(new Error(`request timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' });
-          req.destroy(err);
-          response?.destroy(err);
-        }, timeoutMs);
-      }
-      let refused: unknown;
-      req.on('error', (err: Error & { code?: string }) => {
-        clearTimeout(timer);
-        if (err === refused || err.name === 'AbortError') reject(err);
-        else reject(this.transportError(err));
-      });
-      // A proxy that refuses the tunnel answers CONNECT itself (403, 407, 502…); that answer is the
-      // proxy's, not the API server's, so it is reported as the proxy refusing, never as an API error.
-      req.once('proxyConnect', (answer: { statusCode?: number; statusText?: string }) => {
-        if (answer.statusCode === 200) return;
-        const refusal = Object.assign(new Error(`the proxy refused the tunnel: ${answer.statusCode ?? '?'} ${answer.statusText ?? ''}`.trim()), { code: 'EPROXYREFUSED' });
-        reject(this.transportError(refusal));
-        req.destroy();
-      });
-      const gate = this.opts.gate;
-      if (!gate) {
-        req.end(payload);
-        return;
-      }
-      // With a gate, nothing is written until the connection is ready, and the gate is asked again
-      // then: a new connection (TCP and TLS handshakes) can take long, and the answer may have changed.
-      req.once('socket', (socket) => {
-        const go = () => {
-          try {
-            gate();
-          } catch (err) {
-            refused = err;
-            req.destroy(err as Error);
-            return;
-          }
-          req.end(payload);
-        };
-        if (socket.connecting) socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', go);
-        else go();
-      });
-    });
+    return { options, payload };
+  }
+
+  /** The request's abort signal: the client's (a leader's term) and the caller's, either one aborting it. */
+  private signalOf(init: RequestInit): AbortSignal | undefined {
+    return this.opts.signal && init.signal ? AbortSignal.any([this.opts.signal, init.signal]) : (this.opts.signal ?? init.signal);
   }
 
   /**
@@ -239,6 +233,58 @@ export async function readBody(res: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of res) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Ends the request (and its response, once there is one) with ETIMEDOUT after `timeoutMs`; 0 means no
+ * timeout. The caller clears it when the exchange is over.
+ */
+function armTimeout(req: ClientRequest, response: () => IncomingMessage | undefined, timeoutMs: number): { clear(): void } {
+  if (timeoutMs <= 0) return { clear: () => {} };
+  const timer = setTimeout(() => {
+    const err = Object.assign(new Error(`request timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' });
+    req.destroy(err);
+    response()?.destroy(err);
+  }, timeoutMs);
+  return { clear: () => clearTimeout(timer) };
+}
+
+/**
+ * A proxy that refuses the tunnel answers CONNECT itself (403, 407, 502…); that answer is the proxy's, not
+ * the API server's, so it is reported as the proxy refusing, never as an API error. Undefined for a 200.
+ */
+function proxyRefusal(answer: { statusCode?: number; statusText?: string }): (Error & { code: string }) | undefined {
+  if (answer.statusCode === 200) return undefined;
+  return Object.assign(new Error(`the proxy refused the tunnel: ${answer.statusCode ?? '?'} ${answer.statusText ?? ''}`.trim()), { code: 'EPROXYREFUSED' });
+}
+
+/**
+ * Writes the request once the gate allows it. The gate is asked twice on purpose: open() asks it right
+ * before the request is made (so a refused request takes no connection from the pool and opens none: a
+ * replica that does not lead sends nothing at all), and this asks it again once the connection is ready,
+ * because a new connection (TCP and TLS handshakes, a proxy's CONNECT) can take long and the answer may
+ * have changed meanwhile. A refusal destroys the request with the gate's error (`onRefused` marks it as
+ * that, not a transport error). Without a gate the request is written at once.
+ */
+function sendWhenAllowed(req: ClientRequest, url: URL, payload: string | undefined, gate: (() => void) | undefined, onRefused: (err: unknown) => void): void {
+  if (!gate) {
+    req.end(payload);
+    return;
+  }
+  req.once('socket', (socket) => {
+    const go = () => {
+      try {
+        gate();
+      } catch (err) {
+        onRefused(err);
+        req.destroy(err as Error);
+        return;
+      }
+      req.end(payload);
+    };
+    if (socket.connecting) socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', go);
+    else go();
+  });
 }
 
 function toApiError(method: string, path: string, code: number, text: string, retryAfter: string | undefined): ApiError {

@@ -6,6 +6,7 @@
 // that speaks the same protocol.
 import { GLOBAL_FLAGS, type CommandSpec, type FlagSpec } from '../args.ts';
 import { kubeconfigNames } from '../../lib/kube/kubeconfig.ts';
+import { listPages } from '../../lib/kube/pager.ts';
 import { Session, type GlobalFlags, type Io } from '../context.ts';
 
 export const SHELLS = ['bash', 'zsh', 'fish', 'powershell'] as const;
@@ -151,14 +152,15 @@ async function columnValues(session: Session, node: string | undefined, prefix: 
     const client = session.client();
     const deadline = Date.now() + DEADLINE_MS;
     const out: string[] = [];
-    let cont: string | undefined;
     let read = 0;
-    do {
-      const page = await client.listNames({ ...(node ? { fieldSelector: `spec.nodeName=${node}` } : {}), limit: PAGE, continue: cont }, column);
+    // listNames answers the Table's continue token beside the names: the pager reads it at metadata.continue.
+    const fetch = (cont: string | undefined) =>
+      client.listNames({ ...(node ? { fieldSelector: `spec.nodeName=${node}` } : {}), limit: PAGE, continue: cont }, column).then((page) => ({ ...page, metadata: page }));
+    for await (const page of listPages(fetch)) {
       read += page.names.length;
       for (const n of page.names) if (n.startsWith(prefix)) out.push(n);
-      cont = page.continue;
-    } while (cont && read < MAX_NAMES && Date.now() < deadline);
+      if (read >= MAX_NAMES || Date.now() >= deadline) break;
+    }
     return out;
   } finally {
     session.close();

@@ -1,9 +1,11 @@
 // kubectl nodedisks status [NAME…]: per disk, desired vs reported vs the controller's view, in words;
 // with no name, a summary per node.
 import type { CommandSpec } from '../args.ts';
-import { AUTO_OWNER, CONDITION, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
-import { DEFAULT_SYSTEM_NAMESPACE, HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, leasesPath, type Lease } from '../../api/heartbeat.ts';
+import { AUTO_OWNER, CONDITION, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat-lease.ts';
+import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
+import { listPages } from '../../lib/kube/pager.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { durationFlag, type Session } from '../context.ts';
 import { escapeControl } from '../escape.ts';
@@ -25,30 +27,26 @@ const DEFAULT_LEASE_SECONDS = 40;
 
 /**
  * The agents' heartbeat Leases (ADR 24) by node (their holderIdentity), as the controller reads them
- * (controller/heartbeat.ts); or why they could not be read. Liveness is taken from these, not from
+ * (controller/agent-liveness.ts); or why they could not be read. Liveness is taken from these, not from
  * status.node.lastSeenTime, which moves only when a report changes: on a quiet cluster it is old while
  * every agent is alive.
  */
 async function heartbeatLeases(session: Session, namespace: string): Promise<Map<string, Lease> | ApiError> {
   const byNode = new Map<string, Lease>();
-  let cont: string | undefined;
-  do {
-    let page: { items?: Lease[]; metadata?: { continue?: string } };
-    try {
-      page = await session
-        .restClient()
-        .request('GET', leasesPath(namespace), { query: { labelSelector: `${LABEL_HEARTBEAT}=${HEARTBEAT_LABEL_VALUE}`, limit: '500', ...(cont ? { continue: cont } : {}) } });
-    } catch (err) {
-      // Forbidden, or no Lease API at all: the Leases cannot be read, which status says rather than guess.
-      if (err instanceof ApiError && (err.statusCode === 401 || err.statusCode === 403 || err.statusCode === 404)) return err;
-      throw err;
+  const fetch = (cont: string | undefined): Promise<{ items?: Lease[]; metadata?: { continue?: string } }> =>
+    session.restClient().request('GET', leasesPath(namespace), { query: { labelSelector: `${LABEL_HEARTBEAT}=${HEARTBEAT_LABEL_VALUE}`, limit: '500', ...(cont ? { continue: cont } : {}) } });
+  try {
+    for await (const page of listPages(fetch)) {
+      for (const lease of page.items ?? []) {
+        const node = lease.spec?.holderIdentity;
+        if (node) byNode.set(node, lease);
+      }
     }
-    for (const lease of page.items ?? []) {
-      const node = lease.spec?.holderIdentity;
-      if (node) byNode.set(node, lease);
-    }
-    cont = page.metadata?.continue || undefined;
-  } while (cont);
+  } catch (err) {
+    // Forbidden, or no Lease API at all: the Leases cannot be read, which status says rather than guess.
+    if (err instanceof ApiError && (err.statusCode === 401 || err.statusCode === 403 || err.statusCode === 404)) return err;
+    throw err;
+  }
   return byNode;
 }
 

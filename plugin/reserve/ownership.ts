@@ -4,7 +4,7 @@
 import { GITOPS_FIELD_MANAGERS } from '../../api/constants.ts';
 import type { ApplyOptions, NodeDiskApply, NodeDiskClient } from '../../api/client.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { ApiError } from '../../lib/kube/errors.ts';
+import { isFieldManagerConflict, isStaleVersionConflict } from '../../lib/kube/errors.ts';
 import { conflictManagers, EXIT, PluginError } from '../errors.ts';
 
 /** Managers that own the field at `path` (e.g. ['metadata', 'labels', 'x']) of the main resource. */
@@ -41,8 +41,6 @@ export class ChangedMeanwhile extends PluginError {
   }
 }
 
-const isVersionConflict = (err: unknown): err is ApiError => err instanceof ApiError && err.statusCode === 409 && conflictManagers(err).length === 0;
-
 export interface ApplyFlags {
   fieldManager: string;
   forceConflicts: boolean;
@@ -68,13 +66,13 @@ export async function applyResolving(client: NodeDiskClient, body: NodeDiskApply
     try {
       return await client.apply(guardedBody, o);
     } catch (err) {
-      if (!(err instanceof ApiError) || err.statusCode !== 409 || isVersionConflict(err)) throw err;
+      if (!isFieldManagerConflict(err)) throw err;
       if (gitOwners(conflictManagers(err)).length) throw err;
       return await client.apply(guardedBody, { ...o, force: true });
     }
   } catch (err) {
     // Either write may find the object changed since the plan (someone else was faster): never forced.
-    if (isVersionConflict(err)) throw new ChangedMeanwhile(body.metadata.name);
+    if (isStaleVersionConflict(err)) throw new ChangedMeanwhile(body.metadata.name);
     throw err;
   }
 }

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { FIELD_MANAGER, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import type { AuditedWrite } from '../../hack/controlplane/controlplane.ts';
 import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { startController, type Program } from '../../hack/lib/programs.ts';
@@ -109,10 +110,7 @@ async function seed(node: string, count: number): Promise<string[]> {
   return names;
 }
 
-interface Lease {
-  spec: { holderIdentity?: string };
-}
-const holder = async (id: string) => (await restFor(controlPlane().admin()).request<Lease>('GET', `/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases/${id}`)).spec.holderIdentity;
+const holder = async (id: string) => (await restFor(controlPlane().admin()).request<Lease>('GET', `${leasesPath('node-disks-system')}/${id}`)).spec?.holderIdentity;
 
 const by = (identity: string) => (w: AuditedWrite) => w.userAgent.includes(`(${identity})`);
 const isWork = (w: AuditedWrite) => w.objectRef?.resource === 'nodedisks' || w.objectRef?.resource === 'events';

@@ -3,9 +3,10 @@
 // not renewed for its duration makes its node stale, a renewal makes it fresh, and only changes call back.
 import test from 'ava';
 import nock from 'nock';
-import { heartbeatLeaseName, leasesPath, type Lease } from '../../api/heartbeat.ts';
+import { heartbeatLeaseName } from '../../api/heartbeat-lease.ts';
+import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import { NodeHeartbeat } from '../../agent/heartbeat.ts';
-import { AgentHeartbeats } from '../../controller/heartbeat.ts';
+import { AgentHeartbeats } from '../../controller/agent-liveness.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { createLogger } from '../../lib/runtime/log.ts';

@@ -7,7 +7,8 @@ import { join, relative as relativePath } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
 import { dump } from 'js-yaml';
-import { loadKubeConfig, lookPath } from '../../lib/kube/kubeconfig.ts';
+import { lookPath } from '../../lib/kube/exec-credential.ts';
+import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'nodedisks-kubeconfig-'));
 test.after.always(() => rmSync(dir, { recursive: true, force: true }));

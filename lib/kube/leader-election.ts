@@ -11,23 +11,12 @@
 // - time is monotonic (performance.now()): a process frozen by SIGSTOP or a VM pause finds, on waking, that
 //   its leadership has run out, before anything else runs (see `isLeader`, the gate of every write).
 // A clean shutdown releases the lease for a fast handover. See docs/adr/0011-conditional-writes-and-leadership.md.
-import { isApiError } from '../lib/kube/errors.ts';
-import type { RestClient } from '../lib/kube/rest.ts';
-import { sleep } from '../lib/runtime/backoff.ts';
-import type { Logger } from '../lib/runtime/log.ts';
-
-interface Lease {
-  apiVersion: 'coordination.k8s.io/v1';
-  kind: 'Lease';
-  metadata: { name: string; namespace: string; resourceVersion?: string };
-  spec: {
-    holderIdentity?: string;
-    leaseDurationSeconds?: number;
-    acquireTime?: string;
-    renewTime?: string;
-    leaseTransitions?: number;
-  };
-}
+// Generic: any program can elect a leader on any Lease; nothing here knows the product.
+import { sleep } from '../runtime/backoff.ts';
+import type { Logger } from '../runtime/log.ts';
+import { isApiError } from './errors.ts';
+import { type Lease, LEASES_API, type LeaseSpec, leasesPath, microTime } from './lease.ts';
+import type { RestClient } from './rest.ts';
 
 export interface LeaderElectionOptions {
   rest: RestClient;
@@ -48,7 +37,6 @@ export class NotLeaderError extends Error {
   }
 }
 
-const microTime = (d = new Date()) => d.toISOString().replace(/Z$/, '000Z');
 const monotonic = () => performance.now();
 
 export class LeaderElector {
@@ -74,7 +62,7 @@ export class LeaderElector {
   }
 
   private get path(): string {
-    return `/apis/coordination.k8s.io/v1/namespaces/${this.o.namespace}/leases`;
+    return leasesPath(this.o.namespace);
   }
 
   /**
@@ -94,7 +82,7 @@ export class LeaderElector {
     } catch (err) {
       if (!isApiError(err, 404)) throw err;
     }
-    const mine: Lease['spec'] = {
+    const mine: LeaseSpec = {
       holderIdentity: this.o.identity,
       // Rounded up: rounding down could let a standby take over before our renew deadline.
       leaseDurationSeconds: Math.ceil(this.o.leaseDurationMs / 1000),
@@ -105,7 +93,7 @@ export class LeaderElector {
     if (!lease) {
       try {
         this.current = await this.o.rest.request<Lease>('POST', this.path, {
-          body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.o.name, namespace: this.o.namespace }, spec: mine },
+          body: { apiVersion: LEASES_API, kind: 'Lease', metadata: { name: this.o.name, namespace: this.o.namespace }, spec: mine },
           ...bounded(),
         });
         return true;
@@ -114,16 +102,16 @@ export class LeaderElector {
         throw err;
       }
     }
-    const record = JSON.stringify([lease.spec.holderIdentity, lease.spec.renewTime, lease.spec.leaseDurationSeconds]);
+    const record = JSON.stringify([lease.spec?.holderIdentity, lease.spec?.renewTime, lease.spec?.leaseDurationSeconds]);
     if (!this.observed || this.observed.record !== record) this.observed = { record, at: monotonic() };
-    const holder = lease.spec.holderIdentity ?? '';
-    const durationMs = (lease.spec.leaseDurationSeconds ?? 15) * 1000;
+    const holder = lease.spec?.holderIdentity ?? '';
+    const durationMs = (lease.spec?.leaseDurationSeconds ?? 15) * 1000;
     if (holder !== '' && holder !== this.o.identity && monotonic() < this.observed.at + durationMs) return false;
 
-    const spec: Lease['spec'] =
+    const spec: LeaseSpec =
       holder === this.o.identity
         ? { ...lease.spec, renewTime: microTime(now), leaseDurationSeconds: mine.leaseDurationSeconds }
-        : { ...mine, leaseTransitions: (lease.spec.leaseTransitions ?? 0) + 1 };
+        : { ...mine, leaseTransitions: (lease.spec?.leaseTransitions ?? 0) + 1 };
     try {
       this.current = await this.o.rest.request<Lease>('PUT', `${this.path}/${this.o.name}`, { body: { ...lease, spec }, ...bounded() });
       return true;

@@ -4,17 +4,13 @@
 import { createHash } from 'node:crypto';
 import { GROUP, MAX_NAME_LENGTH } from './constants.ts';
 import { HASH_LENGTH } from './names.ts';
-import type { ObjectMeta } from './v1alpha1/types.ts';
 
 export const HEARTBEAT_LEASE_PREFIX = 'node-disks-agent-';
 /** Set on every heartbeat Lease: what the controller selects its Leases by. */
 export const LABEL_HEARTBEAT = `${GROUP}/agent-heartbeat`;
 export const HEARTBEAT_LABEL_VALUE = 'true';
-/** The system namespace the install uses (kustomize/namespace). */
-export const DEFAULT_SYSTEM_NAMESPACE = 'node-disks-system';
 /** A heartbeat Lease lasts this many heartbeat periods, as a kubelet's node lease (40 s, renewed every 10 s). */
 export const LEASE_PERIODS = 4;
-export const LEASES_API = 'coordination.k8s.io/v1';
 
 /**
  * `node-disks-agent-<node>`. A node name is a DNS subdomain, so this is one too while it fits in 253
@@ -26,27 +22,4 @@ export function heartbeatLeaseName(nodeName: string): string {
   if (full.length <= MAX_NAME_LENGTH) return full;
   const head = full.slice(0, MAX_NAME_LENGTH - HASH_LENGTH - 1).replace(/\.$/, '-');
   return `${head}-${createHash('sha256').update(nodeName).digest('hex').slice(0, HASH_LENGTH)}`;
-}
-
-/** A coordination.k8s.io/v1 Lease, the fields we use. */
-export interface Lease {
-  apiVersion?: typeof LEASES_API;
-  kind?: 'Lease';
-  metadata: Pick<ObjectMeta, 'name' | 'resourceVersion' | 'labels' | 'managedFields'> & { namespace?: string };
-  spec?: {
-    holderIdentity?: string;
-    leaseDurationSeconds?: number;
-    acquireTime?: string;
-    renewTime?: string;
-    leaseTransitions?: number;
-  };
-}
-
-export function leasesPath(namespace: string): string {
-  return `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
-}
-
-/** A Lease's MicroTime. */
-export function microTime(d = new Date()): string {
-  return d.toISOString().replace(/Z$/, '000Z');
 }

@@ -3,7 +3,7 @@
 // and a process that was frozen finds it over before any timer has had a chance to run.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import test from 'ava';
-import { LeaderElector } from '../../controller/leader.ts';
+import { LeaderElector } from '../../lib/kube/leader-election.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { tokenAccess } from './_access.ts';

@@ -12,7 +12,8 @@
 // A fresh ↔ stale change (found by a timer at the expiry, or a renewal of a stale Lease) calls `onChange`
 // with the nodes concerned, batched, so the controller re-reconciles their disks: no write of the agent's
 // is needed for staleness to show, and renewals that change nothing cost nothing.
-import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, leasesPath, type Lease } from '../api/heartbeat.ts';
+import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../api/heartbeat-lease.ts';
+import { leasesPath, type Lease } from '../lib/kube/lease.ts';
 import { Informer } from '../lib/kube/informer.ts';
 import type { RestClient } from '../lib/kube/rest.ts';
 import { watch } from '../lib/kube/watch.ts';
