@@ -14,30 +14,13 @@ import { ensureHelm, helm, runHelm } from '../../hack/helm/helm.ts';
 import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { eventually } from '../../hack/lib/wait.ts';
+import { SEED_INSTALL } from '../fixtures/helm.ts';
 import { denied, nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 // The chart installs everything itself; the harness installs nothing.
 const controlPlane = useControlPlane(test, { install: false });
 const CHART = join(REPO_ROOT, 'charts/node-disks-manager');
 const NS = 'node-disks-system';
-/** The seed's `make helm-install`, as its Makefile spells it with its default images. */
-const SEED_INSTALL = [
-  'upgrade',
-  '--install',
-  'node-disks-manager',
-  'charts/node-disks-manager',
-  '-n',
-  'node-disks-system',
-  '--create-namespace',
-  '--set',
-  'controller.image.repository=node-disks-operator',
-  '--set',
-  'controller.image.tag=dev',
-  '--set',
-  'agent.image.repository=node-disks-agent',
-  '--set',
-  'agent.image.tag=dev',
-];
 
 type Obj = { kind: string; apiVersion: string; metadata: { name: string; namespace?: string; annotations?: Record<string, string> }; spec?: Record<string, unknown> };
 

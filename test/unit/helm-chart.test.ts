@@ -12,6 +12,7 @@ import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { runKubectl } from '../../hack/controlplane/controlplane.ts';
 import { ensureHelm, helm, runHelm } from '../../hack/helm/helm.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { SEED_IMAGE_SETS } from '../fixtures/helm.ts';
 
 const CHART = join(REPO_ROOT, 'charts/node-disks-manager');
 /** The labels Helm charts put on every object; the drift check leaves them out, and nothing else. */
@@ -152,16 +153,7 @@ for (const file of readdirSync(join(REPO_ROOT, 'charts/node-disks-manager/ci')).
 }
 
 test("the seed's helm-install command line renders: its images by repository and tag", async (t) => {
-  const objs = await render([
-    '--set',
-    'controller.image.repository=node-disks-operator',
-    '--set',
-    'controller.image.tag=dev',
-    '--set',
-    'agent.image.repository=node-disks-agent',
-    '--set',
-    'agent.image.tag=dev',
-  ]);
+  const objs = await render(SEED_IMAGE_SETS);
   const image = (name: string) =>
     (objs.find((o) => o.metadata.name === name && (o.kind === 'Deployment' || o.kind === 'DaemonSet'))!.spec!.template as { spec: { containers: { image: string }[] } }).spec.containers[0]!.image;
   t.is(image('node-disks-operator'), 'node-disks-operator:dev');
