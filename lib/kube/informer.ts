@@ -126,7 +126,16 @@ export class Informer<T extends KubeObject> {
       // Watch until something forces a relist.
       while (!signal.aborted) {
         const result = await this.watchOnce(rv, signal);
-        if (result.kind === 'relist') break;
+        if (result.kind === 'relist') {
+          // Expired before it proved healthy: the list's version was already gone (a server that compacts
+          // faster than we list, or an etcd that lost history). Relisting at once would hammer it with
+          // whole lists, so the backoff applies, as client-go's reflector backs off between list-and-watches.
+          if (result.atOnce) {
+            this.o.log.info('watch expired at once; relisting after a backoff');
+            await sleep(this.o.backoff.next(), signal);
+          }
+          break;
+        }
         if (result.kind === 'error') {
           this.fail('watch failed', result.error);
           this.watchFailing = true;
@@ -186,7 +195,10 @@ export class Informer<T extends KubeObject> {
     return rv;
   }
 
-  private async watchOnce(resourceVersion: string, outer: AbortSignal): Promise<{ kind: 'continue'; resourceVersion: string } | { kind: 'relist' } | { kind: 'error'; error: Error }> {
+  private async watchOnce(
+    resourceVersion: string,
+    outer: AbortSignal,
+  ): Promise<{ kind: 'continue'; resourceVersion: string } | { kind: 'relist'; atOnce: boolean } | { kind: 'error'; error: Error }> {
     const timeoutSeconds = Math.round(this.o.watchTimeoutSeconds * (0.5 + Math.random()));
     const inner = new AbortController();
     const abort = () => inner.abort();
@@ -228,7 +240,7 @@ export class Informer<T extends KubeObject> {
           proven();
         }
         if (ev.type === 'ERROR') {
-          if (ev.object.code === 410) return { kind: 'relist' };
+          if (ev.object.code === 410) return { kind: 'relist', atOnce: !healthy };
           return { kind: 'error', error: new Error(ev.object.message ?? 'watch error') };
         }
         rv = ev.object.metadata.resourceVersion ?? rv;
@@ -247,7 +259,7 @@ export class Informer<T extends KubeObject> {
           this.handlers.onUpsert?.(obj, old);
         }
       }
-      if (watchdogFired) return { kind: 'relist' };
+      if (watchdogFired) return { kind: 'relist', atOnce: false };
       if (endedAtOnce(opened, events, this.o.minWatchMs) && !outer.aborted) {
         return { kind: 'error', error: new Error(`the watch ended at once with no events (after ${Date.now() - opened} ms); a proxy or load balancer may be closing it`) };
       }
@@ -255,8 +267,8 @@ export class Informer<T extends KubeObject> {
       return { kind: 'continue', resourceVersion: rv };
     } catch (err) {
       if (outer.aborted) return { kind: 'continue', resourceVersion: rv };
-      if (watchdogFired) return { kind: 'relist' };
-      if (isApiError(err, 410)) return { kind: 'relist' };
+      if (watchdogFired) return { kind: 'relist', atOnce: false };
+      if (isApiError(err, 410)) return { kind: 'relist', atOnce: !healthy };
       return { kind: 'error', error: err as Error };
     } finally {
       clearTimeout(silentTimer);

@@ -211,6 +211,43 @@ test('the backoff grows while watches end at once, and is reset by a watch that 
   t.deepEqual(calls.slice(0, 4), ['next', 'next', 'reset', 'next']);
 });
 
+test('a watch that is told at once that its version expired backs off before relisting again, as client-go does', async (t) => {
+  let lists = 0;
+  let watches = 0;
+  const calls: string[] = [];
+  class Recording extends Backoff {
+    override next(): number {
+      calls.push('next');
+      return 1;
+    }
+    override reset(): void {
+      calls.push('reset');
+    }
+  }
+  const source: InformerSource<NodeDisk> = {
+    list: async () => {
+      lists++;
+      return { metadata: { resourceVersion: '10' }, items: [nd('a', '10')] };
+    },
+    watch: async function* () {
+      watches++;
+      await new Promise((r) => setImmediate(r));
+      // The third watch works (an event, then the server's 410 after it): that relist needs no backoff.
+      if (watches === 3) yield { type: 'MODIFIED', object: nd('a', '11') };
+      yield { type: 'ERROR', object: { kind: 'Status', code: 410, message: 'too old resource version' } } as WatchEvent<NodeDisk>;
+    },
+  };
+  const inf = new Informer<NodeDisk>(source, {}, { log: silent, backoff: new Recording({ initialMs: 1, maxMs: 1 }) });
+  const stop = new AbortController();
+  const done = inf.run(stop.signal);
+  await until('five relists', () => lists >= 5);
+  stop.abort();
+  await done;
+  // Watches 1 and 2 expire at once: a backoff each; watch 3 delivered an event: reset, and its 410 relists
+  // at once; watch 4 expires at once again: a backoff.
+  t.deepEqual(calls.slice(0, 4), ['next', 'next', 'reset', 'next']);
+});
+
 test('resourceVersions compare as integers, not as text', (t) => {
   const at = (rv: string) => ({ metadata: { resourceVersion: rv } });
   t.true(isOlder(at('9'), at('10')));
