@@ -84,13 +84,8 @@ export class Controller {
         }
         // A write went through, or the object that failed needs none any more.
         if (result.wrote || this.failing?.name === name) this.failing = undefined;
-        if (result.updated) {
-          const cached = this.informer.cache.get(name);
-          // Keep the newer of the two: a watch event may already have brought a later version.
-          if (!cached || Number(cached.metadata.resourceVersion) <= Number(result.updated.metadata.resourceVersion)) {
-            this.informer.cache.set(name, leanNodeDisk(result.updated));
-          }
-        }
+        // Kept unless a watch event already brought a later version (the informer compares them).
+        if (result.updated) this.informer.storeOwnWrite(result.updated);
         this.queue.forget(name);
         if (result.requeueAfterMs !== undefined) this.queue.addAfter(name, result.requeueAfterMs);
         metrics.reconciles.inc({ result: 'success' });
