@@ -57,6 +57,28 @@ export function leaseExpired(lease: Lease, now: number): boolean {
   return !Number.isFinite(renewed) || now - renewed > seconds * 1000;
 }
 
+/**
+ * A node's agent as the controller judges it: by its heartbeat Lease; a node without one (an agent from
+ * before heartbeats) by its last report. When the Leases may not be read, that is said, not guessed.
+ * `column` is the summary's AGENT, `words` the line of `status NAME`.
+ */
+export function agentVerdict(leases: Map<string, Lease> | ApiError, node: string, lastSeen: number, now: number, staleMs: number): { column: 'ok' | 'STALE' | 'unknown'; words: string } {
+  if (leases instanceof ApiError) return { column: 'unknown', words: `unknown: cannot read the agents' heartbeat Leases (the ${HEARTBEAT_ROLE} Role grants it)` };
+  const lease = leases.get(node);
+  if (lease) {
+    const renewed = lease.spec?.renewTime ?? '';
+    if (!leaseExpired(lease, now)) return { column: 'ok', words: `alive: heartbeat renewed ${age(renewed, now)} ago` };
+    const lapse = lease.spec?.leaseDurationSeconds ?? DEFAULT_LEASE_SECONDS;
+    return {
+      column: 'STALE',
+      words: Number.isFinite(Date.parse(renewed)) ? `STALE: heartbeat not renewed for ${age(renewed, now)} (it lapses after ${lapse}s)` : 'STALE: its heartbeat Lease was never renewed',
+    };
+  }
+  const seen = lastSeen ? new Date(lastSeen).toISOString() : '';
+  if (lastSeen && now - lastSeen <= staleMs) return { column: 'ok', words: `alive: no heartbeat Lease, but a report ${age(seen, now)} ago` };
+  return { column: 'STALE', words: lastSeen ? `STALE: no heartbeat Lease, and no report for ${age(seen, now)}` : 'STALE: no heartbeat Lease, and no report yet' };
+}
+
 function owner(nd: NodeDisk): string {
   const d = nd.spec.desired;
   if (d?.state !== 'Reserved') return 'not reserved';
@@ -67,13 +89,14 @@ function owner(nd: NodeDisk): string {
   return d.owner ? `reserved by ${d.owner} (manual)` : 'reserved with no owner (manual)';
 }
 
-export function describe(nd: NodeDisk, now: number): string {
+export function describe(nd: NodeDisk, now: number, agent?: string): string {
   const node = nd.status?.node;
   const cond = (type: string) => nd.status?.conditions?.find((c) => c.type === type);
   const ready = cond(CONDITION.ready);
   const accepted = cond(CONDITION.accepted);
   const lines: [string, string][] = [
     ['Node', `${nd.spec.nodeName}${node?.lastSeenTime ? ` (agent last reported ${age(node.lastSeenTime, now)} ago, at ${node.lastSeenTime})` : ' (no report from its agent yet)'}`],
+    ...(agent ? ([['Agent', agent]] as [string, string][]) : []),
     ['Disk', `${nd.spec.diskID}  ${nd.spec.path}${node?.capacityBytes !== undefined ? `  ${iec(node.capacityBytes)}` : ''}`],
     ['Desired', `${nd.spec.desired?.state ?? 'Available'}: ${owner(nd)}`],
     ['Reported', node?.phase ? `${node.phase}${node.message ? `: ${node.message}` : ''}` : 'nothing yet'],
@@ -117,13 +140,15 @@ export const statusCommand: CommandSpec<StatusArgs> = {
   ],
   run: async (session: Session, args: StatusArgs): Promise<void> => {
     const now = Date.now();
-    if (args.names.length) {
-      const disks = await resolveTargets(session, args.names, args);
-      session.io.out(disks.map((d) => describe(d, now)).join('\n'));
-      return;
-    }
     const staleMs = durationFlag(args['stale-after'] ?? '15m', '--stale-after');
     const leaseNamespace = args['agent-lease-namespace'] || DEFAULT_SYSTEM_NAMESPACE;
+    if (args.names.length) {
+      const disks = await resolveTargets(session, args.names, args);
+      const leases = disks.length > 0 ? await heartbeatLeases(session, leaseNamespace) : new Map<string, Lease>();
+      const lastSeen = (nd: NodeDisk) => (nd.status?.node?.lastSeenTime ? Date.parse(nd.status.node.lastSeenTime) : 0);
+      session.io.out(disks.map((d) => describe(d, now, agentVerdict(leases, d.spec.nodeName, lastSeen(d), now, staleMs).words)).join('\n'));
+      return;
+    }
     const nodes = new Map<string, NodeSummary>();
     for await (const page of selected(session, args)) {
       for (const nd of page) {
@@ -150,14 +175,6 @@ export const statusCommand: CommandSpec<StatusArgs> = {
       return;
     }
     const leases = await heartbeatLeases(session, leaseNamespace);
-    // As the controller judges an agent: by its heartbeat Lease; a node without one (an agent from before
-    // heartbeats) by its last report. When the Leases may not be read, that is said, not guessed.
-    const agent = (name: string, s: NodeSummary): string => {
-      if (leases instanceof ApiError) return 'unknown';
-      const lease = leases.get(name);
-      if (lease) return leaseExpired(lease, now) ? 'STALE' : 'ok';
-      return s.lastSeen && now - s.lastSeen <= staleMs ? 'ok' : 'STALE';
-    };
     const rows = [...nodes.entries()]
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([name, s]) => [
@@ -170,7 +187,7 @@ export const statusCommand: CommandSpec<StatusArgs> = {
         iec(s.free),
         iec(s.reservedBytes),
         s.lastSeen ? `${age(new Date(s.lastSeen).toISOString(), now)} ago` : 'never',
-        agent(name, s),
+        agentVerdict(leases, name, s.lastSeen, now, staleMs).column,
       ]);
     session.io.out(table(['NODE', 'DISKS', 'RESERVED', 'AVAILABLE', 'MISSING', 'ERROR', 'FREE', 'RESERVED-CAPACITY', 'LAST-REPORT', 'AGENT'], rows));
     if (leases instanceof ApiError) {

@@ -149,6 +149,16 @@ test.serial('status judges agents by their heartbeat Leases: an old report with 
   t.is((await agentColumn('node-t3-nolease')).column, 'STALE', 'no Lease (an agent from before heartbeats): judged by its last report, as the controller does');
   t.is((await agentColumn('node-t3-fresh-nolease')).column, 'ok');
   t.is((await agentColumn('node-t3-alive', '--agent-lease-namespace', 'elsewhere')).column, 'STALE', 'Leases are read from the namespace asked for');
+  // status NAME says the same of the disk's agent, in words.
+  const agentLine = async (node: string) => {
+    const r = await nd('status', `node-disk-${node}-disk1`);
+    t.is(r.code, 0, r.stderr);
+    return /^ {2}Agent: +(.*)$/m.exec(r.stdout)?.[1];
+  };
+  t.regex((await agentLine('node-t3-alive')) ?? '', /^alive: heartbeat renewed \d+s ago$/);
+  t.regex((await agentLine('node-t3-dead')) ?? '', /^STALE: heartbeat not renewed for 2m\d*s? \(it lapses after 40s\)$/);
+  t.regex((await agentLine('node-t3-nolease')) ?? '', /^STALE: no heartbeat Lease, and no report for 60m/);
+  t.regex((await agentLine('node-t3-fresh-nolease')) ?? '', /^alive: no heartbeat Lease, but a report \d+s ago$/);
 });
 
 test.serial('a user who may not read the Leases is told AGENT is unknown and which Role to ask for; with it, status judges by the Lease', async (t) => {
@@ -169,6 +179,8 @@ test.serial('a user who may not read the Leases is told AGENT is unknown and whi
   t.is(allowed.code, 0, allowed.stderr);
   t.regex(allowed.stdout, /\nnode-t4\s.*\sok\n$/);
   t.is(allowed.stderr, '');
+  const one = await nd('status', 'node-disk-node-t4-disk1', '--as', 'viola');
+  t.regex(one.stdout, /^ {2}Agent: +alive: heartbeat renewed \d+s ago$/m);
 });
 
 /** A kubeconfig in its own directory whose user runs `command` for its token. */
