@@ -42,6 +42,8 @@ export interface StartOptions {
   kustomization?: string;
   /** The namespace the install's ServiceAccounts live in, where tokens are requested (default node-disks-system). */
   namespace?: string;
+  /** The kustomization's namePrefix and nameSuffix: the install's objects (ServiceAccounts, policies) carry them. */
+  names?: { prefix?: string; suffix?: string };
   log?: (line: string) => void;
   /** Keep an audit log of every write (see auditedWrites), for tests that must know who wrote what, when. */
   auditWrites?: boolean;
@@ -98,11 +100,13 @@ export class ControlPlane {
   private adminIdentity: Identity | undefined;
 
   private readonly kustomization: string | undefined;
+  private readonly saNames: { prefix?: string; suffix?: string };
 
-  private constructor(dir: string, ownsDir: boolean, binaries: ControlPlaneBinaries, namespace: string, kustomization: string | undefined) {
+  private constructor(dir: string, ownsDir: boolean, binaries: ControlPlaneBinaries, namespace: string, kustomization: string | undefined, saNames: { prefix?: string; suffix?: string } = {}) {
     this.dir = dir;
     this.namespace = namespace;
     this.kustomization = kustomization;
+    this.saNames = saNames;
     this.ownsDir = ownsDir;
     this.binaries = binaries;
     this.etcd = new ServerProcess('etcd', join(dir, 'etcd.log'));
@@ -113,7 +117,7 @@ export class ControlPlane {
     const binaries = await ensureBinaries(opts.log);
     const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'nodedisks-cp-')));
     await mkdir(dir, { recursive: true });
-    const cp = new ControlPlane(dir, opts.dir === undefined, binaries, opts.namespace ?? SYSTEM_NAMESPACE, opts.kustomization);
+    const cp = new ControlPlane(dir, opts.dir === undefined, binaries, opts.namespace ?? SYSTEM_NAMESPACE, opts.kustomization, opts.names);
     try {
       await cp.boot(opts.auditWrites === true, opts.pickPort ?? freePort);
       if (opts.install !== false) await cp.installBase();
@@ -278,11 +282,13 @@ export class ControlPlane {
     };
     const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'node-disks-agent-policy-probe', namespace: ns }, spec: { holderIdentity: 'policy-probe' } };
     const probes = [
-      { policy: 'nodedisks-agent.localtest.example.com', user: `system:serviceaccount:${ns}:node-disks-agent`, object: nodeDisk },
-      { policy: 'nodedisks-agent-heartbeat.localtest.example.com', user: `system:serviceaccount:${ns}:node-disks-agent`, object: lease },
-      { policy: 'nodedisks-controller.localtest.example.com', user: `system:serviceaccount:${ns}:node-disks-operator`, object: nodeDisk },
-      { policy: 'nodedisks-controller-leases.localtest.example.com', user: `system:serviceaccount:${ns}:node-disks-operator`, object: lease },
-    ].filter((p) => installed.includes(`validatingadmissionpolicybinding.admissionregistration.k8s.io/${p.policy}`));
+      { policy: 'nodedisks-agent.localtest.example.com', sa: 'node-disks-agent', object: nodeDisk },
+      { policy: 'nodedisks-agent-heartbeat.localtest.example.com', sa: 'node-disks-agent', object: lease },
+      { policy: 'nodedisks-controller.localtest.example.com', sa: 'node-disks-operator', object: nodeDisk },
+      { policy: 'nodedisks-controller-leases.localtest.example.com', sa: 'node-disks-operator', object: lease },
+    ]
+      .map(({ policy, sa, object }) => ({ policy: this.objectName(policy), user: `system:serviceaccount:${ns}:${this.objectName(sa)}`, object }))
+      .filter((p) => installed.includes(`validatingadmissionpolicybinding.admissionregistration.k8s.io/${p.policy}`));
     const deadline = Date.now() + 30_000;
     for (const probe of probes) {
       for (;;) {
@@ -342,6 +348,11 @@ export class ControlPlane {
     return await this.identity('nobody', async () => this.nobodyToken);
   }
 
+  /** The name kustomize's namePrefix/nameSuffix give an object of the install. */
+  private objectName(name: string): string {
+    return `${this.saNames.prefix ?? ''}${name}${this.saNames.suffix ?? ''}`;
+  }
+
   /** A ServiceAccount token from the TokenRequest API, optionally bound to an object. */
   private async serviceAccountToken(sa: string, boundObjectRef?: { kind: string; apiVersion: string; name: string; uid: string }): Promise<string> {
     const body = {
@@ -349,7 +360,8 @@ export class ControlPlane {
       kind: 'TokenRequest',
       spec: { audiences: [this.server], expirationSeconds: 24 * 3600, ...(boundObjectRef ? { boundObjectRef } : {}) },
     };
-    const out = await this.kubectl(this.admin(), ['create', '--raw', `/api/v1/namespaces/${this.namespace}/serviceaccounts/${sa}/token`, '-f', '-'], JSON.stringify(body));
+    const path = `/api/v1/namespaces/${this.namespace}/serviceaccounts/${this.objectName(sa)}/token`;
+    const out = await this.kubectl(this.admin(), ['create', '--raw', path, '-f', '-'], JSON.stringify(body));
     const token = (JSON.parse(out) as { status?: { token?: string } }).status?.token;
     if (!token) throw new Error(`TokenRequest for ${sa} returned no token: ${out}`);
     return token;
