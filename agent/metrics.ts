@@ -22,6 +22,12 @@ export function agentMetrics() {
     }),
     creates: new Counter({ name: 'nodedisks_agent_creates_total', help: 'NodeDisks created', registers: [registry] }),
     markerOps: new Counter({ name: 'nodedisks_agent_marker_operations_total', help: 'Marker files written or removed', labelNames: ['op'], registers: [registry] }),
+    markerErrors: new Counter({
+      name: 'nodedisks_agent_marker_operation_errors_total',
+      help: 'Marker files that could not be written or removed, by operation (counted at each attempt)',
+      labelNames: ['op'],
+      registers: [registry],
+    }),
     apiErrors: new Counter({ name: 'nodedisks_agent_api_errors_total', help: 'Failed API requests', labelNames: ['op'], registers: [registry] }),
     scanSeconds: new Histogram({ name: 'nodedisks_agent_scan_duration_seconds', help: 'Time to scan the disk dir', registers: [registry], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5] }),
   };

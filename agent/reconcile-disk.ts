@@ -92,6 +92,7 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
         log.info(desired === 'Reserved' ? 'reservation marker written' : 'reservation marker removed', { nodeDisk: name, diskID });
       }
     } catch (err) {
+      metrics.markerErrors.inc({ op: desired === 'Reserved' ? 'create' : 'remove' });
       actionError = `cannot ${desired === 'Reserved' ? 'write' : 'remove'} the reservation marker: ${(err as Error).message}`;
     }
   }

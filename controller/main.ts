@@ -41,8 +41,10 @@ const elector = config.leaderElect
       log,
     })
   : undefined;
-// The gauge is read from the elector's clock at each scrape, so it cannot lag behind a lost lease.
-const metrics = controllerMetrics(() => elector?.isLeader ?? true);
+// The gauges are read from the elector's clock at each scrape, so they cannot lag behind a lost lease:
+// a replica that does not lead counts no NodeDisk (its last term's cache is not the cluster any more).
+const leading = () => elector?.isLeader ?? true;
+const metrics = controllerMetrics(leading, () => (controller && leading() ? controller.informer.cache.values() : []));
 
 /** A controller whose every request goes through `termRest`, and the agents' heartbeats it judges staleness by. */
 function newController(termRest: RestClient): { controller: Controller; heartbeats: AgentHeartbeats } {

@@ -1,8 +1,13 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { NodeDisk } from '../api/v1alpha1/types.ts';
+import { CONDITION } from '../api/constants.ts';
 import { registerProcessMetrics } from '../lib/runtime/process-metrics.ts';
 
-/** `leading` is asked at each scrape: the `leader` gauge is never a remembered value. */
-export function controllerMetrics(leading: () => boolean) {
+/**
+ * `leading` is asked at each scrape: the `leader` gauge is never a remembered value. `nodeDisks` (the
+ * leader's informer cache; nothing on a replica that does not lead) is counted at each scrape too.
+ */
+export function controllerMetrics(leading: () => boolean, nodeDisks: () => Iterable<NodeDisk> = () => []) {
   const registry = new Registry();
   registerProcessMetrics(registry);
   return {
@@ -28,6 +33,35 @@ export function controllerMetrics(leading: () => boolean) {
       registers: [registry],
       collect() {
         this.set(leading() ? 1 : 0);
+      },
+    }),
+    // What the alerts and dashboards need per node, as the controller sees it: free disks (desired and
+    // phase Available), Missing or Error ones, refused reservations (Accepted False) and stale agents
+    // (Ready's reason AgentStale, judged from the heartbeat Lease even when the agent cannot be scraped).
+    nodeDisks: new Gauge({
+      name: 'nodedisks_controller_nodedisks',
+      help: "NodeDisks in the leader's cache, by node, desired state, reported phase, Accepted status and Ready reason",
+      labelNames: ['node', 'desired', 'phase', 'accepted', 'ready'],
+      registers: [registry],
+      collect() {
+        const counts = new Map<string, { labels: Record<string, string>; n: number }>();
+        for (const nd of nodeDisks()) {
+          const cond = (type: string) => nd.status?.conditions?.find((c) => c.type === type);
+          const labels = {
+            node: nd.spec.nodeName,
+            desired: nd.spec.desired?.state ?? 'Available',
+            phase: nd.status?.node?.phase ?? '',
+            accepted: cond(CONDITION.accepted)?.status ?? '',
+            ready: cond(CONDITION.ready)?.reason ?? '',
+          };
+          const key = JSON.stringify(labels);
+          const c = counts.get(key);
+          if (c) c.n++;
+          else counts.set(key, { labels, n: 1 });
+        }
+        // Only the combinations there are now: one that is gone is not left at its last count.
+        this.reset();
+        for (const { labels, n } of counts.values()) this.set(labels, n);
       },
     }),
   };

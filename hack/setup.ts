@@ -1,13 +1,14 @@
 // `npm run setup [-- NAME…]`: optional. Builds now, instead of on first use, what the commands build
 // from Go modules: the control plane (npm start, npm test), the health-check runner, helm, krew and
-// Prometheus' text parser (npm test).
-//   node hack/setup.ts                    all five
+// Prometheus' text parser (npm test); and fetches promtool (Debian's prometheus package, npm test).
+//   node hack/setup.ts                    all six
 //   node hack/setup.ts krew healthcheck   only those
 import { ensureBinaries } from './controlplane/binaries.ts';
 import { ensureHealthcheck } from './healthcheck/healthcheck.ts';
 import { ensureHelm } from './helm/helm.ts';
 import { ensureKrew, ensureValidateKrewManifest } from './krew/krew.ts';
 import { ensurePromtext } from './promtext/promtext.ts';
+import { ensurePromtool } from './promtool/promtool.ts';
 
 const tools: Record<string, () => Promise<string>> = {
   controlplane: async () => {
@@ -18,6 +19,7 @@ const tools: Record<string, () => Promise<string>> = {
   helm: () => ensureHelm(),
   krew: async () => `${await ensureKrew()} and ${await ensureValidateKrewManifest()}`,
   promtext: () => ensurePromtext(),
+  promtool: () => ensurePromtool(),
 };
 
 const wanted = process.argv.slice(2);

@@ -185,8 +185,9 @@ test.serial('make helm-install installs the seed quickstart (disks seeded), make
 test.serial('every values file under ci/ renders objects the API server accepts (server-side dry run)', async (t) => {
   for (const file of (await readdir(join(CHART, 'ci'))).filter((f) => f.endsWith('.yaml'))) {
     const rendered = await run(['template', 'node-disks-manager', CHART, '-n', NS, '-f', join(CHART, 'ci', file)]);
-    // The ServiceMonitor needs the Prometheus Operator's CRD, which this control plane does not have.
-    const objs = (loadAll(rendered) as (Obj | null)[]).filter((o): o is Obj => o !== null && o.kind !== 'ServiceMonitor');
+    // The ServiceMonitor, PodMonitor and PrometheusRule need the Prometheus Operator's CRDs, which this
+    // control plane does not have.
+    const objs = (loadAll(rendered) as (Obj | null)[]).filter((o): o is Obj => o !== null && !o.apiVersion.startsWith('monitoring.coreos.com/'));
     for (const ns of new Set(objs.flatMap((o) => (o.kind === 'Namespace' ? [o.metadata.name] : o.metadata.namespace ? [o.metadata.namespace] : [])))) {
       await kubectl(['create', 'namespace', ns, '--dry-run=client', '-o', 'yaml']).then((y) => kubectl(['apply', '-f', '-'], y));
     }

@@ -56,6 +56,11 @@ test.serial('two controllers: one leads, the other takes over when the leader di
 
   const client = nodeDisksFor(cp.admin());
   await eventually('disks discovered', async () => (await client.get(nodeDiskName(node, 'disk1'))).status?.node?.phase === 'Available');
+  // The leader counts its cache at each scrape (what the alerts read); the standby counts nothing.
+  await eventually('the leader counts two free disks on node-ha', async () =>
+    /^nodedisks_controller_nodedisks\{node="node-ha",desired="Available",phase="Available",accepted="True",ready="PhaseMatchesDesired"\} 2$/m.test((await get(a, '/metrics')).body),
+  );
+  t.notRegex((await get(b, '/metrics')).body, /^nodedisks_controller_nodedisks\{/m);
   await a.crash();
   await cp.kubectl(cp.admin(), ['label', 'nodedisk', nodeDiskName(node, 'disk1'), 'localtest.example.com/auto-reserve=true']);
   const took = Date.now();
@@ -84,6 +89,8 @@ test.serial('two controllers: one leads, the other takes over when the leader di
   );
   t.is(stale.status, 'Unknown');
   t.regex(stale.message, /the node agent on node-ha has not renewed its heartbeat \(Lease node-disks-system\/node-disks-agent-node-ha, last renewed /);
+  // What the stale-agent alert reads, from the leader that judged it.
+  await eventually('the leader counts node-ha stale', async () => /^nodedisks_controller_nodedisks\{node="node-ha",[^}]*ready="AgentStale"\} [12]$/m.test((await get(c, '/metrics')).body));
 });
 
 test.serial('the agent serves metrics, health and readiness; a missing disk dir makes it unready, not destructive', async (t) => {

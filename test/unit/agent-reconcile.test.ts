@@ -71,6 +71,7 @@ function harness(dir: string, diskID: string, stored: NodeDisk, o: { failFinaliz
     forget: (name) => cache.delete(name),
     values: () => cache.values(),
   };
+  const metrics = agentMetrics();
   const ctx: ReconcileContext = {
     client,
     nodeName: NODE,
@@ -78,12 +79,12 @@ function harness(dir: string, diskID: string, stored: NodeDisk, o: { failFinaliz
     hostDiskDir: dir,
     cache: diskCache,
     log: createLogger('test', { write: (line) => logs.push(line) }),
-    metrics: agentMetrics(),
+    metrics,
     actionErrors: new Map(),
     reportAliases: async () => {},
   };
   const run = async () => reconcileDisk(ctx, diskID, await discover(dir, NODE));
-  return { calls, logs, marker, cache, run, name: stored.metadata.name! };
+  return { calls, logs, marker, cache, run, metrics, name: stored.metadata.name! };
 }
 
 test('a reservation adds the finalizer before it writes the marker', async (t) => {
@@ -135,4 +136,8 @@ test('a marker that cannot be removed keeps the finalizer', async (t) => {
   t.deepEqual(h.cache.get(h.name)!.metadata.finalizers, [FINALIZER]);
   t.is(h.cache.get(h.name)!.status?.node?.phase, 'Error');
   t.true(h.logs.some((l) => l.includes('cannot remove the reservation marker')));
+  // Counted at each attempt: what the marker alert reads.
+  t.regex(await h.metrics.registry.metrics(), /^nodedisks_agent_marker_operation_errors_total\{op="remove"\} 1$/m);
+  await h.run();
+  t.regex(await h.metrics.registry.metrics(), /^nodedisks_agent_marker_operation_errors_total\{op="remove"\} 2$/m);
 });

@@ -93,7 +93,7 @@ test('installed into another release namespace with namespace.name, the chart al
   t.deepEqual(drift(chart, kust), []);
 });
 
-for (const overlay of ['dev', 'local-cluster', 'production']) {
+for (const overlay of ['dev', 'local-cluster', 'production', 'prometheus-operator']) {
   test(`with ci/${overlay}-values.yaml the chart is kustomize/overlays/${overlay}`, async (t) => {
     const [chart, kust] = await Promise.all([render(['-f', join(CHART, 'ci', `${overlay}-values.yaml`)]), kustomize(`kustomize/overlays/${overlay}`)]);
     kust.delete('Namespace//node-disks-system');
@@ -188,6 +188,24 @@ test('an image by digest, pull policy and secrets, scheduling, extra labels and 
   t.regex(script, /cd \/srv\/nd\/disks/);
 });
 
+test("monitoring: none by default; the PrometheusRule is the kustomize component's, with its labels and runbook_url under runbookBaseURL", async (t) => {
+  t.deepEqual(
+    (await render()).filter((o) => o.apiVersion.startsWith('monitoring.coreos.com/')),
+    [],
+  );
+  const source = parse(readFileSync(join(REPO_ROOT, 'kustomize/components/prometheus-operator/prometheusrule.yaml'), 'utf8'))[0]!;
+  type Groups = { groups: { rules: { alert: string; annotations: Record<string, string> }[] }[] };
+  const rule = (await render(['-f', join(CHART, 'ci', 'everything-values.yaml')])).find((o) => o.kind === 'PrometheusRule')!;
+  t.is(rule.metadata.labels?.release, 'prometheus');
+  const want = structuredClone(source.spec as unknown as Groups);
+  for (const r of want.groups.flatMap((g) => g.rules)) {
+    r.annotations.runbook_url = `https://docs.example.com/nodedisks/runbooks.md#${r.alert.toLowerCase()}`;
+  }
+  t.deepEqual(rule.spec, want as unknown as Obj['spec']);
+  const podMonitor = (await render(['--set', 'podMonitor.enabled=true'])).find((o) => o.kind === 'PodMonitor')!;
+  t.deepEqual((podMonitor.spec as { selector: unknown }).selector, { matchLabels: { 'app.kubernetes.io/name': 'node-disks-agent' } });
+});
+
 test('controller.replicas above 1 without leader election is refused with the reason', async (t) => {
   const r = await runHelm(helmBin, ['template', 'x', CHART, '--set', 'controller.leaderElection=false']);
   t.not(r.code, 0);
@@ -204,6 +222,8 @@ const refusals: [string, string[], RegExp][] = [
   ['a relative host path', ['--set', 'agent.hostPathRoot=var/lib/nd'], /at '\/agent\/hostPathRoot'/],
   ["a host path that would end the policy's CEL string", ['--set', "agent.hostPathRoot=/x' || true || '"], /at '\/agent\/hostPathRoot'/],
   ['an unknown pull policy', ['--set', 'controller.image.pullPolicy=Sometimes'], /at '\/controller\/image\/pullPolicy'/],
+  ['an unknown PodMonitor key', ['--set', 'podMonitor.enable=true'], /at '\/podMonitor': additional properties 'enable' not allowed/],
+  ['a runbook base that is not a URL', ['--set', 'prometheusRule.runbookBaseURL=docs/runbooks.md'], /at '\/prometheusRule\/runbookBaseURL'/],
 ];
 for (const [what, args, message] of refusals) {
   test(`values.schema.json refuses ${what}, naming the key`, async (t) => {

@@ -1,10 +1,12 @@
 // The agent's and the controller's metrics on prom-client (docs/adr/0026), as the programs use them: the
 // /metrics endpoint of the ops server, the controller's leader gauge asked at each scrape, the agent's
-// disks gauge forgetting a phase no disk is in any more, the declared histogram buckets.
+// disks gauge forgetting a phase no disk is in any more, the controller's NodeDisks gauge, the declared
+// histogram buckets.
 // test/unit/metrics-oracle.test.ts reads the whole text with Prometheus' own parser and promlint.
 import test from 'ava';
 import { Gauge, Registry } from 'prom-client';
 import { agentMetrics } from '../../agent/metrics.ts';
+import type { ConditionStatus, NodeDisk, NodePhase } from '../../api/v1alpha1/types.ts';
 import { controllerMetrics } from '../../controller/metrics.ts';
 import { startOpsServer } from '../../lib/runtime/server.ts';
 
@@ -78,4 +80,41 @@ test('histograms have their declared buckets, +Inf last; a metric without labels
   const controller = await controllerMetrics(() => true).registry.metrics();
   t.is([...controller.matchAll(/^nodedisks_controller_reconcile_duration_seconds_bucket\{le="([^"]+)"\}/gm)].map((b) => b[1]).join(' '), '0.001 0.005 0.01 0.05 0.1 0.5 1 5 +Inf');
   t.regex(controller, /^nodedisks_controller_workqueue_depth 0$/m);
+});
+
+test("the controller's NodeDisks gauge counts the cache of the moment of each scrape by node, desired, phase, Accepted and Ready's reason", async (t) => {
+  const nd = (node: string, desired: 'Available' | 'Reserved', phase: string | undefined, accepted?: string, ready?: string): NodeDisk => ({
+    apiVersion: 'localtest.example.com/v1alpha1',
+    kind: 'NodeDisk',
+    metadata: { name: `${node}-${phase}` },
+    spec: { nodeName: node, diskID: 'd', path: '/x.img', desired: { state: desired } },
+    status: {
+      ...(phase ? { node: { phase: phase as NodePhase } } : {}),
+      conditions: [
+        ...(accepted ? [{ type: 'Accepted', status: accepted as ConditionStatus, reason: 'R', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }] : []),
+        ...(ready ? [{ type: 'Ready', status: 'Unknown' as ConditionStatus, reason: ready, message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }] : []),
+      ],
+    },
+  });
+  let cache: NodeDisk[] = [
+    nd('n1', 'Available', 'Available', 'True', 'PhaseMatchesDesired'),
+    nd('n1', 'Available', 'Available', 'True', 'PhaseMatchesDesired'),
+    nd('n2', 'Reserved', 'Missing', 'False', 'DiskMissing'),
+    nd('n3', 'Available', undefined),
+  ];
+  const m = controllerMetrics(
+    () => true,
+    () => cache,
+  );
+  const first = await m.registry.metrics();
+  t.regex(first, /^nodedisks_controller_nodedisks\{node="n1",desired="Available",phase="Available",accepted="True",ready="PhaseMatchesDesired"\} 2$/m);
+  t.regex(first, /^nodedisks_controller_nodedisks\{node="n2",desired="Reserved",phase="Missing",accepted="False",ready="DiskMissing"\} 1$/m);
+  t.regex(first, /^nodedisks_controller_nodedisks\{node="n3",desired="Available",phase="",accepted="",ready=""\} 1$/m);
+  cache = [nd('n1', 'Available', 'Available', 'True', 'AgentStale')];
+  const second = await m.registry.metrics();
+  t.regex(second, /^nodedisks_controller_nodedisks\{node="n1",desired="Available",phase="Available",accepted="True",ready="AgentStale"\} 1$/m);
+  t.notRegex(second, /node="n2"|ready="PhaseMatchesDesired"/);
+  // No NodeDisk (a replica that does not lead gives none): no series, not a stale count.
+  cache = [];
+  t.notRegex(await m.registry.metrics(), /^nodedisks_controller_nodedisks\{/m);
 });

@@ -70,8 +70,8 @@ priorityClassName: {{ . }}
 {{/*
 A file of files/ (copied verbatim from kustomize/ by npm run generate), one object per YAML document, with
 Helm's labels and commonAnnotations added and namespaced objects and ServiceAccount subjects moved to the
-chart's namespace. Arguments: root, file, and optionally annotations (a dict) and replace (a list of
-[old, new] strings, each of which must occur in the file).
+chart's namespace. Arguments: root, file, and optionally annotations (a dict), labels (a dict, under the
+file's own) and replace (a list of [old, new] strings, each of which must occur in the file).
 */}}
 {{- define "nd.copied" -}}
 {{- $root := .root -}}
@@ -86,7 +86,7 @@ chart's namespace. Arguments: root, file, and optionally annotations (a dict) an
 {{- range $doc := regexSplit "(?m)^---[ \t]*$" $text -1 }}
 {{- $obj := fromYaml $doc }}
 {{- if $obj }}
-{{- $labels := merge (include "nd.labels" $root | fromYaml) ($obj.metadata.labels | default dict) }}
+{{- $labels := merge (include "nd.labels" $root | fromYaml) ($.labels | default dict) ($obj.metadata.labels | default dict) }}
 {{- $_ := set $obj.metadata "labels" $labels }}
 {{- if $obj.metadata.namespace }}
 {{- $_ := set $obj.metadata "namespace" $ns }}
