@@ -13,15 +13,12 @@ import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
 import { assertNothingLeft, clusterEnv, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
 import { ensureHelm, helm, runHelm } from '../../hack/helm/helm.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { FINALIZER, LABEL, MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
 
-const NS = 'node-disks-system';
 const RELEASE = 'node-disks-manager';
-const LABEL = 'localtest.example.com/auto-reserve';
-const FINALIZER = 'localtest.example.com/reservation-protection';
 const CRD = 'nodedisks.localtest.example.com';
 const LOCAL_VALUES = 'charts/node-disks-manager/ci/local-cluster-values.yaml';
 const [M02, M03, M04] = NODE_NAMES as [string, string, string];
-const MINUTES = 60_000;
 
 const { dataDir, env } = clusterEnv();
 const kubeconfig = join(dataDir, 'kubeconfig');
@@ -29,6 +26,7 @@ const before = await readSysctls();
 let run: Run | undefined;
 let kubectl = '';
 let helmBin = '';
+const { k, ndName, seedLine, markers, allMarkers, reservations, reserve, pods } = nodeDisksE2E(dataDir, env, () => kubectl);
 
 test.before(async () => {
   [kubectl, helmBin] = await Promise.all([ensureBinaries().then((b) => b.kubectl), ensureHelm()]);
@@ -44,36 +42,10 @@ test.after.always(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-const k = (args: string[], timeoutMs = 120_000) => sh(kubectl, [`--kubeconfig=${kubeconfig}`, ...args], { timeoutMs });
 const h = (args: string[]) => helm(helmBin, [...args, '-n', NS], { env: { KUBECONFIG: kubeconfig } });
 /** The Makefile's target as a user runs it, pointed at this cluster by KUBECONFIG; its output. */
 const make = (target: string, helmExtra?: string) =>
   sh('make', ['-C', REPO_ROOT, target, ...(helmExtra === undefined ? [] : [`HELM_EXTRA=${helmExtra}`])], { env: { ...process.env, KUBECONFIG: kubeconfig }, timeoutMs: 10 * MINUTES });
-const ndName = (node: string, disk: string) => `node-disk-${node}-${disk}`;
-const seedLine = (nd: string) => k(['get', 'nodedisk', nd, '-o', 'jsonpath={.spec.desired.state} {.spec.desired.owner} {.status.node.phase} {.status.node.capacityBytes}']);
-const markers = async (node: string) =>
-  (await onNode(env, node, ['ls', '-1', DISK_DIR]))
-    .split('\n')
-    .filter((f) => f.endsWith('.reserved'))
-    .sort();
-const allMarkers = async () => Object.fromEntries(await Promise.all(NODE_NAMES.map(async (n) => [n, await markers(n)] as const)));
-
-/** name → "desired owner phase finalizers" of every NodeDisk: what every helm operation must keep. */
-async function reservations(): Promise<Record<string, string>> {
-  const out = await k([
-    'get',
-    'nodedisks',
-    '-o',
-    'jsonpath={range .items[*]}{.metadata.name}={.spec.desired.state} {.spec.desired.owner} {.status.node.phase} {.metadata.finalizers}{"\\n"}{end}',
-  ]);
-  return Object.fromEntries(
-    out
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => l.split('=') as [string, string]),
-  );
-}
-
 /** name → Ready condition status of every NodeDisk. */
 async function readiness(): Promise<Record<string, string>> {
   const out = await k(['get', 'nodedisks', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}']);
@@ -85,49 +57,6 @@ async function readiness(): Promise<Record<string, string>> {
   );
 }
 const allReady = (r: Record<string, string>) => Object.keys(r).length === 9 && Object.values(r).every((s) => s === 'True');
-
-async function reserve(node: string, disk: string): Promise<void> {
-  await k(['label', 'nodedisk', ndName(node, disk), `${LABEL}=true`, '--overwrite']);
-  await until(
-    `${ndName(node, disk)} is reserved`,
-    3 * MINUTES,
-    () => seedLine(ndName(node, disk)),
-    (l) => l === 'Reserved auto Reserved 67108864',
-  );
-  await until(
-    `the marker of ${disk} is on ${node}`,
-    2 * MINUTES,
-    () => markers(node),
-    (m) => m.includes(`${disk}.img.reserved`),
-  );
-}
-
-interface PodInfo {
-  uid: string;
-  node: string;
-  ready: string;
-}
-
-/** The pods of one of the chart's workloads, deleted ones flagged (their ready field gets the deletion timestamp). */
-async function pods(app: string): Promise<PodInfo[]> {
-  const out = await k([
-    '-n',
-    NS,
-    'get',
-    'pods',
-    '-l',
-    `app.kubernetes.io/name=${app}`,
-    '-o',
-    'jsonpath={range .items[*]}{.metadata.uid} {.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status}{.metadata.deletionTimestamp}{"\\n"}{end}',
-  ]);
-  return out
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => {
-      const [uid = '', node = '', ready = ''] = l.split(' ');
-      return { uid, node, ready };
-    });
-}
 
 /** Every pod of the release replaced by a Ready one (after a change to both pod templates). */
 async function rolledOut(old: Set<string>): Promise<void> {
