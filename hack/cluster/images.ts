@@ -11,8 +11,10 @@ import { APP_DIR, ENV, IMAGES, LEGAL_FILES, NODE_PATH, entrypoint } from '../lib
 import { sh } from './host.ts';
 import { ociArchive, type BuiltImage, type Entry } from './oci.ts';
 
-/** The name the overlay asks for (kustomize/overlays/local-cluster: newTag dev, never pulled). */
-export const imageRef = (name: string) => `docker.io/library/${name}:dev`;
+/** The tag the overlay and ci/local-cluster-values.yaml ask for (newTag dev, never pulled). */
+export const IMAGE_TAG = 'dev';
+/** The name the overlay asks for: kustomize/overlays/local-cluster, or the chart with repository <name>. */
+export const imageRef = (name: string) => `docker.io/library/${name}:${IMAGE_TAG}`;
 export const PAUSE_IMAGE = 'localhost/nodedisks-pause:1';
 
 async function fileEntry(hostPath: string, imagePath: string, mode?: number): Promise<Entry> {

@@ -28,10 +28,11 @@ export function clusterEnv(): { dataDir: string; env: NodeJS.ProcessEnv } {
   return { dataDir, env: { ...process.env, NODEDISKS_CLUSTER_DIR: dataDir } };
 }
 
-export function startCluster(env: NodeJS.ProcessEnv): Run {
+/** `npm run cluster -- <args…>` (e.g. --install=none) with its own data dir (clusterEnv). */
+export function startCluster(env: NodeJS.ProcessEnv, args: string[] = []): Run {
   let out = '';
   // stdin a pipe we never write: if this test process dies, the cluster sees EOF and tears down.
-  const child = spawn(process.execPath, [MAIN], { env: { ...env, NODEDISKS_CLUSTER_STOP_ON_EOF: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...env, NODEDISKS_CLUSTER_STOP_ON_EOF: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -12,7 +12,7 @@ import { assertNothingLeft as nothingLeft, clusterEnv, onNode, startCluster as s
 const { dataDir, env } = clusterEnv();
 const before = await readSysctls();
 test.after.always(() => rmSync(dataDir, { recursive: true, force: true }));
-const startCluster = () => start(env);
+const startCluster = (args: string[] = []) => start(env, args);
 const assertNothingLeft = (t: import('ava').ExecutionContext) => nothingLeft(t, before);
 
 test.serial('the cluster runs NodeDisks as pods on three nodes, refuses a second start, and Ctrl-C leaves nothing behind', async (t) => {
@@ -59,7 +59,7 @@ test.serial('Ctrl-C while the nodes start tears down what was made so far', asyn
   await assertNothingLeft(t);
 });
 
-test.serial('after a crash, the next start cleans up first', async (t) => {
+test.serial('after a crash, the next start cleans up first (that start installs with --install=helm: the chart, nine NodeDisks from its pods)', async (t) => {
   t.timeout(20 * 60_000);
   const crashed = startCluster();
   await waitForOutput(crashed, 'Ctrl-C here stops it', 15 * 60_000);
@@ -67,10 +67,23 @@ test.serial('after a crash, the next start cleans up first', async (t) => {
   await crashed.exited;
   t.notDeepEqual(await leftovers(before), []); // containers and namespaces outlive a killed cluster
 
-  const next = startCluster();
+  const next = startCluster(['--install=helm']);
   try {
     await waitForOutput(next, 'cleaning up after a local cluster that did not stop', 60_000);
     await waitForOutput(next, 'Ctrl-C here stops it', 15 * 60_000);
+    t.regex(next.output(), /STATUS: deployed/);
+    t.regex(next.output(), /NodeDisks \(helm\) running as pods/);
+    const kubectl = (await ensureBinaries()).kubectl;
+    const labels = await sh(kubectl, [
+      `--kubeconfig=${join(dataDir, 'kubeconfig')}`,
+      '-n',
+      'node-disks-system',
+      'get',
+      'daemonset/node-disks-agent',
+      '-o',
+      'jsonpath={.metadata.labels.app\\.kubernetes\\.io/managed-by} {.status.numberReady}',
+    ]);
+    t.is(labels, 'Helm 3');
   } finally {
     next.child.kill('SIGINT');
   }

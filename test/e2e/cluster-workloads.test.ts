@@ -5,23 +5,20 @@
 // 1–2 minutes); the tests run in order and each leaves the reservations it documents for the next.
 import test, { type ExecutionContext } from 'ava';
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
 import { readSysctls, sh } from '../../hack/cluster/host.ts';
 import { assertNothingLeft, clusterEnv, nodeControl, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
+import { FINALIZER, LABEL, MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
 
-const NS = 'node-disks-system';
-const LABEL = 'localtest.example.com/auto-reserve';
-const FINALIZER = 'localtest.example.com/reservation-protection';
 const LEASE = 'node-disks-operator.localtest.example.com';
 const [M02, M03, M04] = NODE_NAMES as [string, string, string];
-const MINUTES = 60_000;
 
 const { dataDir, env } = clusterEnv();
 const before = await readSysctls();
 let run: Run | undefined;
 let kubectl = '';
+const { k, ndName, seedLine, markers, allMarkers, reservations, reserve, release, pods } = nodeDisksE2E(dataDir, env, () => kubectl);
 
 test.before(async () => {
   kubectl = (await ensureBinaries()).kubectl;
@@ -37,92 +34,6 @@ test.after.always(async () => {
   }
   rmSync(dataDir, { recursive: true, force: true });
 });
-
-const k = (args: string[], timeoutMs = 120_000) => sh(kubectl, [`--kubeconfig=${join(dataDir, 'kubeconfig')}`, ...args], { timeoutMs });
-const ndName = (node: string, disk: string) => `node-disk-${node}-${disk}`;
-/** The seed's check: desired state, owner, phase, capacity on one line. */
-const seedLine = (nd: string) => k(['get', 'nodedisk', nd, '-o', 'jsonpath={.spec.desired.state} {.spec.desired.owner} {.status.node.phase} {.status.node.capacityBytes}']);
-const markers = async (node: string) =>
-  (await onNode(env, node, ['ls', '-1', DISK_DIR]))
-    .split('\n')
-    .filter((f) => f.endsWith('.reserved'))
-    .sort();
-const allMarkers = async () => Object.fromEntries(await Promise.all(NODE_NAMES.map(async (n) => [n, await markers(n)] as const)));
-
-/** name → "desired owner phase finalizers" of every NodeDisk: what must survive the pods' restarts. */
-async function reservations(): Promise<Record<string, string>> {
-  const out = await k([
-    'get',
-    'nodedisks',
-    '-o',
-    'jsonpath={range .items[*]}{.metadata.name}={.spec.desired.state} {.spec.desired.owner} {.status.node.phase} {.metadata.finalizers}{"\\n"}{end}',
-  ]);
-  return Object.fromEntries(
-    out
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => l.split('=') as [string, string]),
-  );
-}
-
-async function reserve(node: string, disk: string): Promise<void> {
-  await k(['label', 'nodedisk', ndName(node, disk), `${LABEL}=true`, '--overwrite']);
-  await until(
-    `${ndName(node, disk)} is reserved`,
-    3 * MINUTES,
-    () => seedLine(ndName(node, disk)),
-    (l) => l === 'Reserved auto Reserved 67108864',
-  );
-  await until(
-    `the marker of ${disk} is on ${node}`,
-    2 * MINUTES,
-    () => markers(node),
-    (m) => m.includes(`${disk}.img.reserved`),
-  );
-}
-
-async function release(node: string, disk: string): Promise<void> {
-  await k(['label', 'nodedisk', ndName(node, disk), `${LABEL}-`]);
-  await until(
-    `${ndName(node, disk)} is available`,
-    3 * MINUTES,
-    () => seedLine(ndName(node, disk)),
-    (l) => l === 'Available  Available 67108864',
-  );
-  await until(
-    `the marker of ${disk} is gone from ${node}`,
-    2 * MINUTES,
-    () => markers(node),
-    (m) => !m.includes(`${disk}.img.reserved`),
-  );
-}
-
-interface PodInfo {
-  name: string;
-  uid: string;
-  node: string;
-  ready: string;
-}
-
-async function pods(app: string): Promise<PodInfo[]> {
-  const out = await k([
-    '-n',
-    NS,
-    'get',
-    'pods',
-    '-l',
-    `app.kubernetes.io/name=${app}`,
-    '-o',
-    'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status}{.metadata.deletionTimestamp}{"\\n"}{end}',
-  ]);
-  return out
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => {
-      const [name = '', uid = '', node = '', ready = ''] = l.split(' ');
-      return { name, uid, node, ready };
-    });
-}
 
 const agentOn = async (node: string) => (await pods('node-disks-agent')).filter((p) => p.node === node);
 

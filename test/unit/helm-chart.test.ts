@@ -44,8 +44,14 @@ function withoutHelmLabels(o: Obj): Obj {
   return c;
 }
 
-async function render(args: string[] = []): Promise<Obj[]> {
+/** Every object `helm template` renders, hooks included. */
+async function renderAll(args: string[] = []): Promise<Obj[]> {
   return parse(await helm(helmBin, ['template', 'node-disks-manager', CHART, '-n', 'node-disks-system', ...args]));
+}
+
+/** The objects the release installs: hooks (the `helm test` Pod) are no part of the install kustomize has. */
+async function render(args: string[] = []): Promise<Obj[]> {
+  return (await renderAll(args)).filter((o) => !o.metadata.annotations?.['helm.sh/hook']);
 }
 
 async function kustomize(dir = 'kustomize/default'): Promise<Map<string, Obj>> {
@@ -237,9 +243,40 @@ test('the chart asks the cluster nothing and draws nothing at random: two render
   const a = await helm(helmBin, ['template', 'node-disks-manager', CHART, '-f', join(CHART, 'ci', 'everything-values.yaml')]);
   const b = await helm(helmBin, ['template', 'node-disks-manager', CHART, '-f', join(CHART, 'ci', 'everything-values.yaml')]);
   t.is(a, b);
-  const templates = readdirSync(join(CHART, 'templates'));
+  const templates = readdirSync(join(CHART, 'templates'), { recursive: true, encoding: 'utf8' }).filter((f) => /\.(yaml|tpl|txt)$/.test(f));
+  t.true(templates.includes(join('tests', 'ready.yaml')), templates.join(', '));
   for (const f of templates) {
     const text = readFileSync(join(CHART, 'templates', f), 'utf8');
     t.notRegex(text, /\b(lookup|randAlphaNum|randAlpha|randNumeric|randAscii|uuidv4|genCA|genPrivateKey|genSelfSignedCert|now)\b/, f);
   }
+});
+
+test("helm test's hook: a Pod on the controller's image, ServiceAccount and network that waits until every NodeDisk is Ready; tests.enabled=false leaves it out", async (t) => {
+  const hooks = (await renderAll(['-f', join(CHART, 'ci', 'local-cluster-values.yaml'), '--set', 'tests.minNodeDisks=9'])).filter((o) => o.metadata.annotations?.['helm.sh/hook']);
+  t.deepEqual(
+    hooks.map((o) => [key(o), o.metadata.annotations!['helm.sh/hook']]),
+    [['Pod/node-disks-system/node-disks-manager-test-ready', 'test']],
+  );
+  const pod = hooks[0]!.spec as unknown as {
+    serviceAccountName: string;
+    hostNetwork?: boolean;
+    restartPolicy: string;
+    containers: { image: string; imagePullPolicy?: string; command: string[]; args: string[]; env: { name: string; value: string }[] }[];
+  };
+  t.is(pod.serviceAccountName, 'node-disks-operator');
+  t.is(pod.restartPolicy, 'Never');
+  t.true(pod.hostNetwork);
+  const c = pod.containers[0]!;
+  t.is(c.image, 'node-disks-operator:dev');
+  t.is(c.imagePullPolicy, 'Never');
+  t.deepEqual(c.command, ['/nodejs/bin/node', '-e']);
+  t.regex(c.args[0]!, /\/apis\/localtest\.example\.com\/v1alpha1\/nodedisks/);
+  t.deepEqual(
+    c.env.map((e) => `${e.name}=${e.value}`),
+    ['MIN_NODEDISKS=9', 'KUBERNETES_SERVICE_HOST=10.213.0.1', 'KUBERNETES_SERVICE_PORT=6443'],
+  );
+  t.deepEqual(
+    (await renderAll(['--set', 'tests.enabled=false'])).filter((o) => o.metadata.annotations?.['helm.sh/hook']),
+    [],
+  );
 });

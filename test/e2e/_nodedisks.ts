@@ -1,0 +1,106 @@
+// What the e2e files ask of a running local cluster about NodeDisks: kubectl through its kubeconfig, the
+// seed's one-line check, the markers on each node (through cluster:ssh), the reservations every pod
+// restart or helm operation must keep, and reserve/release by the seed's label, each waiting until the
+// controller and the agent have done their part.
+import { join } from 'node:path';
+import { sh } from '../../hack/cluster/host.ts';
+import { onNode, until } from '../../hack/cluster/run.ts';
+import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
+
+export const NS = 'node-disks-system';
+export const LABEL = 'localtest.example.com/auto-reserve';
+export const FINALIZER = 'localtest.example.com/reservation-protection';
+export const MINUTES = 60_000;
+
+export interface PodInfo {
+  name: string;
+  uid: string;
+  node: string;
+  /** The Ready condition's status, followed by the deletion timestamp of a pod being deleted. */
+  ready: string;
+}
+
+/** The helpers for the cluster of `dataDir`/`env` (clusterEnv()); `kubectl()` gives the binary once the tests' before hook has it. */
+export function nodeDisksE2E(dataDir: string, env: NodeJS.ProcessEnv, kubectl: () => string) {
+  const k = (args: string[], timeoutMs = 120_000) => sh(kubectl(), [`--kubeconfig=${join(dataDir, 'kubeconfig')}`, ...args], { timeoutMs });
+  const ndName = (node: string, disk: string) => `node-disk-${node}-${disk}`;
+  /** The seed's check: desired state, owner, phase, capacity on one line. */
+  const seedLine = (nd: string) => k(['get', 'nodedisk', nd, '-o', 'jsonpath={.spec.desired.state} {.spec.desired.owner} {.status.node.phase} {.status.node.capacityBytes}']);
+  const markers = async (node: string) =>
+    (await onNode(env, node, ['ls', '-1', DISK_DIR]))
+      .split('\n')
+      .filter((f) => f.endsWith('.reserved'))
+      .sort();
+  const allMarkers = async () => Object.fromEntries(await Promise.all(NODE_NAMES.map(async (n) => [n, await markers(n)] as const)));
+
+  /** name → "desired owner phase finalizers" of every NodeDisk: what must survive the pods' restarts. */
+  async function reservations(): Promise<Record<string, string>> {
+    const out = await k([
+      'get',
+      'nodedisks',
+      '-o',
+      'jsonpath={range .items[*]}{.metadata.name}={.spec.desired.state} {.spec.desired.owner} {.status.node.phase} {.metadata.finalizers}{"\\n"}{end}',
+    ]);
+    return Object.fromEntries(
+      out
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('=') as [string, string]),
+    );
+  }
+
+  async function reserve(node: string, disk: string): Promise<void> {
+    await k(['label', 'nodedisk', ndName(node, disk), `${LABEL}=true`, '--overwrite']);
+    await until(
+      `${ndName(node, disk)} is reserved`,
+      3 * MINUTES,
+      () => seedLine(ndName(node, disk)),
+      (l) => l === 'Reserved auto Reserved 67108864',
+    );
+    await until(
+      `the marker of ${disk} is on ${node}`,
+      2 * MINUTES,
+      () => markers(node),
+      (m) => m.includes(`${disk}.img.reserved`),
+    );
+  }
+
+  async function release(node: string, disk: string): Promise<void> {
+    await k(['label', 'nodedisk', ndName(node, disk), `${LABEL}-`]);
+    await until(
+      `${ndName(node, disk)} is available`,
+      3 * MINUTES,
+      () => seedLine(ndName(node, disk)),
+      (l) => l === 'Available  Available 67108864',
+    );
+    await until(
+      `the marker of ${disk} is gone from ${node}`,
+      2 * MINUTES,
+      () => markers(node),
+      (m) => !m.includes(`${disk}.img.reserved`),
+    );
+  }
+
+  /** The pods of one workload (app.kubernetes.io/name). */
+  async function pods(app: string): Promise<PodInfo[]> {
+    const out = await k([
+      '-n',
+      NS,
+      'get',
+      'pods',
+      '-l',
+      `app.kubernetes.io/name=${app}`,
+      '-o',
+      'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status}{.metadata.deletionTimestamp}{"\\n"}{end}',
+    ]);
+    return out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => {
+        const [name = '', uid = '', node = '', ready = ''] = l.split(' ');
+        return { name, uid, node, ready };
+      });
+  }
+
+  return { k, ndName, seedLine, markers, allMarkers, reservations, reserve, release, pods };
+}

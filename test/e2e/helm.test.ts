@@ -1,0 +1,238 @@
+// The Helm route on the local 3-node cluster (root only; `npm run test:e2e`): a cluster started with
+// `--install=none` (images imported, disks seeded, no NodeDisks), then the seed's `make helm-install` with
+// the locally built images, the seed's walk-through, `helm upgrade` with changed values, `helm test`
+// (the chart's hook Pod waits for a disk that went missing, and passes once it is back), `helm rollback`
+// to revision 1 and `make helm-uninstall`, every reservation and marker kept throughout. One cluster for
+// the whole file; the tests run in order and each leaves the reservations it documents for the next.
+import test from 'ava';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
+import { readSysctls, sh } from '../../hack/cluster/host.ts';
+import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
+import { assertNothingLeft, clusterEnv, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
+import { ensureHelm, helm, runHelm } from '../../hack/helm/helm.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { FINALIZER, LABEL, MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
+
+const RELEASE = 'node-disks-manager';
+const CRD = 'nodedisks.localtest.example.com';
+const LOCAL_VALUES = 'charts/node-disks-manager/ci/local-cluster-values.yaml';
+const [M02, M03, M04] = NODE_NAMES as [string, string, string];
+
+const { dataDir, env } = clusterEnv();
+const kubeconfig = join(dataDir, 'kubeconfig');
+const before = await readSysctls();
+let run: Run | undefined;
+let kubectl = '';
+let helmBin = '';
+const { k, ndName, seedLine, markers, allMarkers, reservations, reserve, pods } = nodeDisksE2E(dataDir, env, () => kubectl);
+
+test.before(async () => {
+  [kubectl, helmBin] = await Promise.all([ensureBinaries().then((b) => b.kubectl), ensureHelm()]);
+  run = startCluster(env, ['--install=none']);
+  await waitForOutput(run, UP, 40 * MINUTES);
+});
+
+test.after.always(async () => {
+  if (run && run.child.exitCode === null) {
+    run.child.kill('SIGINT');
+    await run.exited;
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const h = (args: string[]) => helm(helmBin, [...args, '-n', NS], { env: { KUBECONFIG: kubeconfig } });
+/** The Makefile's target as a user runs it, pointed at this cluster by KUBECONFIG; its output. */
+const make = (target: string, helmExtra?: string) =>
+  sh('make', ['-C', REPO_ROOT, target, ...(helmExtra === undefined ? [] : [`HELM_EXTRA=${helmExtra}`])], { env: { ...process.env, KUBECONFIG: kubeconfig }, timeoutMs: 10 * MINUTES });
+/** name → Ready condition status of every NodeDisk. */
+async function readiness(): Promise<Record<string, string>> {
+  const out = await k(['get', 'nodedisks', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}']);
+  return Object.fromEntries(
+    out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split('=') as [string, string]),
+  );
+}
+const allReady = (r: Record<string, string>) => Object.keys(r).length === 9 && Object.values(r).every((s) => s === 'True');
+
+/** Every pod of the release replaced by a Ready one (after a change to both pod templates). */
+async function rolledOut(old: Set<string>): Promise<void> {
+  await k(['-n', NS, 'rollout', 'status', 'daemonset/node-disks-agent', '--timeout=300s'], 6 * MINUTES);
+  await k(['-n', NS, 'rollout', 'status', 'deployment/node-disks-operator', '--timeout=300s'], 6 * MINUTES);
+  await until(
+    'three new agents and two new controllers are Ready, and no old pod is left',
+    3 * MINUTES,
+    async () => [...(await pods('node-disks-agent')), ...(await pods('node-disks-operator'))],
+    (p) => p.length === 5 && p.every((x) => !old.has(x.uid) && x.ready === 'True'),
+  );
+}
+const podUids = async () => new Set([...(await pods('node-disks-agent')), ...(await pods('node-disks-operator'))].map((p) => p.uid));
+const agentArgs = () => k(['-n', NS, 'get', 'daemonset/node-disks-agent', '-o', 'jsonpath={.spec.template.spec.containers[0].args}']);
+const controllerAnnotations = () => k(['-n', NS, 'get', 'deployment/node-disks-operator', '-o', 'jsonpath={.spec.template.metadata.annotations}']);
+/** revision → status of every revision of the release. */
+async function history(): Promise<Record<number, string>> {
+  const revs = JSON.parse(await h(['history', RELEASE, '-o', 'json'])) as { revision: number; status: string }[];
+  return Object.fromEntries(revs.map((r) => [r.revision, r.status]));
+}
+
+let held: Record<string, string> = {};
+let marked: Record<string, string[]> = {};
+
+test.serial("the seed's make helm-install, with the locally built images, installs NodeDisks: agents on 3 nodes, 2 controllers, every NodeDisk reported and Ready", async (t) => {
+  t.timeout(10 * MINUTES);
+  // --install=none: nothing of NodeDisks is there yet, but the disks are.
+  t.false((await k(['get', 'crd', '-o', 'name'])).includes(CRD));
+  t.deepEqual((await onNode(env, M03, ['ls', '-1', DISK_DIR])).split('\n').filter(Boolean), ['disk1.img', 'disk2.img', 'disk3.img']);
+  const t0 = Date.now();
+  // The Makefile's images (node-disks-operator:dev, node-disks-agent:dev) are the ones the cluster imported;
+  // HELM_EXTRA replaces the seeder (its busybox cannot be pulled here) by the local cluster's network values.
+  const out = await make('helm-install', `-f ${LOCAL_VALUES}`);
+  t.regex(
+    out,
+    /upgrade --install node-disks-manager charts\/node-disks-manager -n node-disks-system --create-namespace\s+\\?\s*--set controller\.image\.repository=node-disks-operator\s+\\?\s*--set controller\.image\.tag=dev\s+\\?\s*--set agent\.image\.repository=node-disks-agent\s+\\?\s*--set agent\.image\.tag=dev/,
+  );
+  t.regex(out, /STATUS: deployed/);
+  await until('every NodeDisk is reported and Ready', 5 * MINUTES, readiness, allReady);
+  t.log(`make helm-install to nine Ready NodeDisks: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  // The seed's next step: kubectl -n node-disks-system get pods -o wide.
+  const wide = await until(
+    'five pods Running',
+    3 * MINUTES,
+    () => k(['-n', NS, 'get', 'pods', '-o', 'wide']),
+    (o) => (o.match(/\s1\/1\s+Running\s/g) ?? []).length === 5,
+  );
+  t.is((wide.match(/^node-disks-agent-\S+\s+1\/1\s+Running\s/gm) ?? []).length, 3);
+  t.is((wide.match(/^node-disks-operator-\S+\s+1\/1\s+Running\s/gm) ?? []).length, 2);
+  t.deepEqual((await pods('node-disks-agent')).map((p) => p.node).sort(), [...NODE_NAMES]);
+  t.deepEqual(await history(), { 1: 'deployed' });
+});
+
+test.serial('the seed walk-through on the Helm install: a label reserves a disk, its marker appears on that node only, and removing the label releases it', async (t) => {
+  t.timeout(10 * MINUTES);
+  const nd = ndName(M02, 'disk1');
+  t.deepEqual(await allMarkers(), { [M02]: [], [M03]: [], [M04]: [] });
+  await reserve(M02, 'disk1');
+  t.is(await k(['get', 'nodedisk', nd, '-o', 'jsonpath={.spec.nodeName} {.spec.diskID}']), `${M02} disk1`);
+  t.is(await onNode(env, M02, ['cat', `${DISK_DIR}/disk1.img.reserved`]), 'reserved\n');
+  t.deepEqual(await allMarkers(), { [M02]: ['disk1.img.reserved'], [M03]: [], [M04]: [] }, 'the marker is on that node only');
+  await k(['label', 'nodedisk', nd, `${LABEL}-`]);
+  t.is(
+    await until(
+      'the release',
+      3 * MINUTES,
+      () => seedLine(nd),
+      (l) => l === 'Available  Available 67108864',
+    ),
+    'Available  Available 67108864',
+  );
+  await until(
+    'the marker is gone',
+    2 * MINUTES,
+    () => markers(M02),
+    (m) => m.length === 0,
+  );
+  // Two reservations the helm operations below must keep.
+  await reserve(M03, 'disk2');
+  await reserve(M04, 'disk1');
+  held = await reservations();
+  marked = await allMarkers();
+  t.is(held[ndName(M03, 'disk2')], `Reserved auto Reserved ["${FINALIZER}"]`);
+  t.is(held[ndName(M04, 'disk1')], `Reserved auto Reserved ["${FINALIZER}"]`);
+  t.deepEqual(marked, { [M02]: [], [M03]: ['disk2.img.reserved'], [M04]: ['disk1.img.reserved'] });
+});
+
+test.serial('helm upgrade with changed values (agent.scanPeriod, a controller pod annotation) rolls every pod and keeps every reservation and marker', async (t) => {
+  t.timeout(15 * MINUTES);
+  const old = await podUids();
+  t.is(old.size, 5);
+  const t0 = Date.now();
+  const out = await make('helm-install', `-f ${LOCAL_VALUES} --set agent.scanPeriod=15s --set controller.podAnnotations.e2e-upgrade=two`);
+  t.regex(out, /REVISION: 2/);
+  t.regex(await agentArgs(), /"--rescan-interval=15s"/);
+  t.regex(await controllerAnnotations(), /"e2e-upgrade":"two"/);
+  await rolledOut(old);
+  t.log(`helm upgrade to every pod replaced and Ready: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  t.deepEqual(await reservations(), held);
+  t.deepEqual(await allMarkers(), marked);
+  t.true(allReady(await readiness()));
+  t.deepEqual(await history(), { 1: 'superseded', 2: 'deployed' });
+});
+
+test.serial("helm test runs the chart's hook Pod: it waits while a disk is missing, and passes once every NodeDisk is Ready", async (t) => {
+  t.timeout(10 * MINUTES);
+  const nd = ndName(M02, 'disk3');
+  const image = `${DISK_DIR}/disk3.img`;
+  await onNode(env, M02, ['rm', image]);
+  await until(
+    `${nd} is not Ready`,
+    2 * MINUTES,
+    () => k(['get', 'nodedisk', nd, '-o', 'jsonpath={.status.node.phase} {.status.conditions[?(@.type=="Ready")].status}']),
+    (s) => s === 'Missing False',
+  );
+  const t0 = Date.now();
+  let settled = false;
+  const testing = runHelm(helmBin, ['test', RELEASE, '-n', NS, '--timeout', '5m'], { env: { KUBECONFIG: kubeconfig } }).finally(() => (settled = true));
+  const pod = `${RELEASE}-test-ready`;
+  await until(
+    'the hook Pod says which NodeDisk it waits for',
+    3 * MINUTES,
+    () => k(['-n', NS, 'logs', pod]),
+    (l) => l.includes(`waiting until these NodeDisks are Ready: ${nd}`),
+  );
+  t.false(settled, 'helm test still waits');
+  await onNode(env, M02, ['truncate', '-s', '64M', image]);
+  const r = await testing;
+  t.is(r.code, 0, r.stderr);
+  t.regex(r.stdout, new RegExp(`TEST SUITE:\\s+${pod}[\\s\\S]*Phase:\\s+Succeeded`));
+  t.log(`helm test, from its start to its pass after the disk came back: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  t.true(allReady(await readiness()));
+  // Succeeded, the hook Pod is deleted (hook-delete-policy hook-succeeded).
+  await until(
+    'the hook Pod is gone',
+    MINUTES,
+    () => k(['-n', NS, 'get', 'pods', '-l', 'app.kubernetes.io/name=node-disks-test', '-o', 'name']),
+    (o) => o === '',
+  );
+  t.deepEqual(await reservations(), held);
+  t.deepEqual(await allMarkers(), marked);
+});
+
+test.serial('helm rollback to revision 1 restores its values, rolls every pod and keeps every reservation and marker', async (t) => {
+  t.timeout(15 * MINUTES);
+  const old = await podUids();
+  await h(['rollback', RELEASE, '1']);
+  t.notRegex(await agentArgs(), /rescan-interval/);
+  t.notRegex(await controllerAnnotations(), /e2e-upgrade/);
+  await rolledOut(old);
+  t.deepEqual(await reservations(), held);
+  t.deepEqual(await allMarkers(), marked);
+  t.true(allReady(await readiness()));
+  t.deepEqual(await history(), { 1: 'superseded', 2: 'superseded', 3: 'deployed' });
+});
+
+test.serial('make helm-uninstall removes the release but keeps the CRD, every NodeDisk and its reservation, and the markers', async (t) => {
+  t.timeout(10 * MINUTES);
+  await make('helm-uninstall');
+  await until(
+    'no pod of the release is left',
+    3 * MINUTES,
+    () => k(['-n', NS, 'get', 'pods', '-o', 'name']),
+    (o) => o === '',
+  );
+  t.is(await k(['-n', NS, 'get', 'daemonsets,deployments,services', '-o', 'name']), '');
+  t.deepEqual(JSON.parse(await h(['list', '-o', 'json'])), []);
+  t.is(await k(['get', 'crd', CRD, '-o', 'jsonpath={.metadata.annotations.helm\\.sh/resource-policy}']), 'keep');
+  t.deepEqual(await reservations(), held);
+  t.deepEqual(await allMarkers(), marked);
+});
+
+test.serial('Ctrl-C tears the cluster down and leaves the host as found', async (t) => {
+  t.timeout(5 * MINUTES);
+  run!.child.kill('SIGINT');
+  t.is(await run!.exited, 0);
+  t.regex(run!.output(), TORN_DOWN);
+  await assertNothingLeft(t, before);
+});
