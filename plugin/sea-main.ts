@@ -11,7 +11,7 @@ import { debuglog } from 'node:util';
 import { Script } from 'node:vm';
 import { codeCacheFile, commandKey, PLUGIN_ASSET, readCodeCache, shouldWrite, writeCodeCache } from './code-cache.ts';
 
-/** The sha256 of the plugin code asset, set by hack/release.ts when it builds this file. */
+/** The sha256 of the plugin code asset, set by hack/release/release.ts when it builds this file. */
 declare const PLUGIN_SHA256: string;
 
 type PluginMain = (exports: unknown, req: NodeJS.Require, mod: NodeJS.Module, filename: string, dirname: string) => void;

@@ -57,7 +57,5 @@ export class TabWriter {
   }
 }
 
-export const tabwrite = (rows: string[][]): string => new TabWriter().format(rows);
-
 /** The plugin's own tables (`status`): columns three spaces apart, no minimum width, no blanks at the ends of lines. */
 export const table = (header: string[] | undefined, rows: string[][]): string => new TabWriter({ minWidth: 0, trimEnd: true }).format(header ? [header, ...rows] : rows);

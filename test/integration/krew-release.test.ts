@@ -12,9 +12,9 @@ import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { load } from 'js-yaml';
-import { release } from '../../hack/release.ts';
-import type { Built } from '../../hack/release-manifest.ts';
-import { PLATFORMS } from '../../hack/release-platforms.ts';
+import { release } from '../../hack/release/release.ts';
+import type { Built } from '../../hack/release/manifest.ts';
+import { PLATFORMS } from '../../hack/release/platforms.ts';
 import { cacheRoot, REPO_ROOT } from '../../hack/lib/paths.ts';
 import { ensureKrew, ensureValidateKrewManifest } from '../../hack/krew/krew.ts';
 
@@ -23,7 +23,7 @@ let work = '';
 let built: Built[] = [];
 let releaseSeconds = 0;
 
-// What a user gets, per platform, written out here rather than taken from hack/release.ts.
+// What a user gets, per platform, written out here rather than taken from hack/release/release.ts.
 const EXPECTED: Record<string, { exe: string; helper: string; magic: (b: Buffer) => string }> = {
   'linux-amd64': { exe: 'kubectl-nodedisks', helper: 'kubectl_complete-nodedisks', magic: elf },
   'linux-arm64': { exe: 'kubectl-nodedisks', helper: 'kubectl_complete-nodedisks', magic: elf },

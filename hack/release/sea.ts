@@ -7,10 +7,10 @@ import { chmod, copyFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
-import { PLUGIN_ASSET } from '../plugin/code-cache.ts';
-import { packageVersionOnly } from './lib/package-version.ts';
-import { REPO_ROOT } from './lib/paths.ts';
-import type { Platform } from './release-platforms.ts';
+import { PLUGIN_ASSET } from '../../plugin/code-cache.ts';
+import { packageVersionOnly } from '../lib/package-version.ts';
+import { REPO_ROOT } from '../lib/paths.ts';
+import type { Platform } from './platforms.ts';
 
 const run = promisify(execFile);
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
