@@ -52,7 +52,8 @@ export class WorkQueue {
   private readonly dirty = new Map<string, Priority>();
   private readonly processing = new Set<string>();
   private readonly failures = new Map<string, number>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Each key's pending addAfter: its timer and when it is due. */
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; dueAt: number }>();
   private waiters: ((key: string | undefined) => void)[] = [];
   private shuttingDown = false;
   private readonly baseDelayMs: number;
@@ -94,20 +95,24 @@ export class WorkQueue {
     this.fifos[priority].push(key);
   }
 
-  /** Adds the key after `ms`; an earlier pending schedule for the same key wins. */
+  /** Adds the key after `ms`; of two pending schedules for a key, the sooner is kept (one timer per key). */
   addAfter(key: string, ms: number, priority: Priority = 'event'): void {
     if (this.shuttingDown) return;
     if (ms <= 0) {
       this.add(key, priority);
       return;
     }
+    const dueAt = Date.now() + ms;
     const existing = this.timers.get(key);
-    if (existing) return;
-    const t = setTimeout(() => {
+    if (existing) {
+      if (existing.dueAt <= dueAt) return;
+      clearTimeout(existing.timer);
+    }
+    const timer = setTimeout(() => {
       this.timers.delete(key);
       this.add(key, priority);
     }, ms);
-    this.timers.set(key, t);
+    this.timers.set(key, { timer, dueAt });
   }
 
   /** Adds the key after its backoff, which doubles with each failure since the last forget(); returns the delay. */
@@ -115,9 +120,10 @@ export class WorkQueue {
     const n = this.failures.get(key) ?? 0;
     this.failures.set(key, n + 1);
     const delay = Math.round(Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** n) * (1 + Math.random() * this.jitter));
+    // The backoff replaces any pending look, sooner or later: the failure is what decides when to retry.
     const existing = this.timers.get(key);
     if (existing) {
-      clearTimeout(existing);
+      clearTimeout(existing.timer);
       this.timers.delete(key);
     }
     this.addAfter(key, delay);
@@ -161,7 +167,7 @@ export class WorkQueue {
 
   shutDown(): void {
     this.shuttingDown = true;
-    for (const t of this.timers.values()) clearTimeout(t);
+    for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     for (const w of this.waiters) w(undefined);
     this.waiters = [];

@@ -121,6 +121,21 @@ test('addAfter delivers later, and shutDown releases waiting workers', async (t)
   t.is(await waiting, undefined);
 });
 
+test("addAfter keeps the sooner of two schedules for a key, as client-go's delaying queue does", async (t) => {
+  const q = new WorkQueue();
+  const within = (ms: number) => Promise.race([q.get(), new Promise<string>((r) => setTimeout(() => r(`nothing within ${ms} ms`), ms))]);
+  // A later look asked first, a sooner one second: the sooner one is kept.
+  q.addAfter('x', 10 * 60_000);
+  q.addAfter('x', 20);
+  t.is(await within(5_000), 'x');
+  q.done('x');
+  // A sooner look asked first, a later one second: the later one does not push it back.
+  q.addAfter('y', 20);
+  q.addAfter('y', 10 * 60_000);
+  t.is(await within(5_000), 'y');
+  q.shutDown();
+});
+
 test('with many workers, the same key is never processed by two at once, and a key added during its processing is processed again', async (t) => {
   const q = new WorkQueue();
   const inFlight = new Set<string>();
