@@ -180,10 +180,9 @@ test('resourceVersions that are not integers cannot be ordered: the newest event
   t.pass();
 });
 
-test('the backoff grows while watches end at once, and is reset by a watch that delivered events', async (t) => {
-  let watches = 0;
-  const calls: string[] = [];
-  class Recording extends Backoff {
+/** A backoff of 1 ms that records each next() and reset() into `calls`. */
+function recordingBackoff(calls: string[]): Backoff {
+  return new (class extends Backoff {
     override next(): number {
       calls.push('next');
       return 1;
@@ -191,7 +190,12 @@ test('the backoff grows while watches end at once, and is reset by a watch that 
     override reset(): void {
       calls.push('reset');
     }
-  }
+  })({ initialMs: 1, maxMs: 1 });
+}
+
+test('the backoff grows while watches end at once, and is reset by a watch that delivered events', async (t) => {
+  let watches = 0;
+  const calls: string[] = [];
   const source: InformerSource<NodeDisk> = {
     list: async () => ({ metadata: { resourceVersion: '10' }, items: [nd('a', '10')] }),
     watch: async function* () {
@@ -200,7 +204,7 @@ test('the backoff grows while watches end at once, and is reset by a watch that 
       if (watches === 3) yield { type: 'MODIFIED', object: nd('a', String(10 + watches)) };
     },
   };
-  const inf = new Informer<NodeDisk>(source, {}, { log: silent, backoff: new Recording({ initialMs: 1, maxMs: 1 }) });
+  const inf = new Informer<NodeDisk>(source, {}, { log: silent, backoff: recordingBackoff(calls) });
   const stop = new AbortController();
   const done = inf.run(stop.signal);
   await until('five watches', () => watches >= 5);
@@ -215,15 +219,6 @@ test('a watch that is told at once that its version expired backs off before rel
   let lists = 0;
   let watches = 0;
   const calls: string[] = [];
-  class Recording extends Backoff {
-    override next(): number {
-      calls.push('next');
-      return 1;
-    }
-    override reset(): void {
-      calls.push('reset');
-    }
-  }
   const source: InformerSource<NodeDisk> = {
     list: async () => {
       lists++;
@@ -237,7 +232,7 @@ test('a watch that is told at once that its version expired backs off before rel
       yield { type: 'ERROR', object: { kind: 'Status', code: 410, message: 'too old resource version' } } as WatchEvent<NodeDisk>;
     },
   };
-  const inf = new Informer<NodeDisk>(source, {}, { log: silent, backoff: new Recording({ initialMs: 1, maxMs: 1 }) });
+  const inf = new Informer<NodeDisk>(source, {}, { log: silent, backoff: recordingBackoff(calls) });
   const stop = new AbortController();
   const done = inf.run(stop.signal);
   await until('five relists', () => lists >= 5);
