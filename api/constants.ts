@@ -33,6 +33,12 @@ export const FINALIZER = `${GROUP}/reservation-protection`;
  */
 export const RECOVERED_OWNER = 'recovered-from-node';
 
+/**
+ * The owner the controller writes for a disk it binds to a NodeDiskClaim: this prefix, then the claim's
+ * `<namespace>/<name>`, so `kubectl get ndisk -o wide` names the claim.
+ */
+export const CLAIM_OWNER_PREFIX = 'claim:';
+
 /** Server-side apply field managers: one per writer (see docs/design.md, "Who writes what"). */
 export const FIELD_MANAGER = {
   agent: 'node-disks-agent',

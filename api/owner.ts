@@ -1,0 +1,21 @@
+// Who a reservation is for, in the few kinds the programs and the dashboards tell apart.
+import { AUTO_OWNER, CLAIM_OWNER_PREFIX, RECOVERED_OWNER } from './constants.ts';
+import type { DesiredSpec } from './v1alpha1/types.ts';
+
+export const OWNER_KINDS = ['none', 'policy', 'claim', 'recovered', 'manual'] as const;
+export type OwnerKind = (typeof OWNER_KINDS)[number];
+
+/** `none` for a disk not reserved; otherwise what the owner string says the reservation is. */
+export function ownerKind(desired: DesiredSpec | undefined): OwnerKind {
+  if ((desired?.state ?? 'Available') !== 'Reserved') return 'none';
+  const owner = desired?.owner ?? '';
+  if (owner === AUTO_OWNER) return 'policy';
+  if (owner === RECOVERED_OWNER) return 'recovered';
+  if (owner.startsWith(CLAIM_OWNER_PREFIX)) return 'claim';
+  return 'manual';
+}
+
+/** The owner string of a reservation held for the claim `namespace/name`. */
+export function claimOwner(namespace: string, name: string): string {
+  return `${CLAIM_OWNER_PREFIX}${namespace}/${name}`;
+}
