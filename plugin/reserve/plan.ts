@@ -1,5 +1,5 @@
 // plugin/reserve/: what `reserve` and `release` do to NodeDisks: plan (here, pure), choose a free disk
-// (./free.ts), carry a plan out (./execute.ts), whose field it is (./ownership.ts).
+// (api/free-disk.ts), carry a plan out (./execute.ts), whose field it is (./ownership.ts).
 //
 // Planning reads only the disks as they were listed and the request: what to write to each disk (the
 // auto-reserve label, or spec.desired for --owner), or why not (someone else's reservation, a field git
@@ -9,7 +9,7 @@ import type { JsonPatchOp, NodeDiskApply } from '../../api/client.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import type { SelectionFlags } from '../select.ts';
-import { pickFree } from './free.ts';
+import { pickFree } from '../../api/free-disk.ts';
 import { fieldOwners, gitOwners, gitRouteError } from './ownership.ts';
 
 export type Action = 'reserve' | 'release';

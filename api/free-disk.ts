@@ -1,7 +1,7 @@
-// Which disk `reserve --node X` / `reserve -l …` (without --all) may hand out: one that is really free
-// and usable, and when there is none, why each candidate was not.
-import { AUTO_OWNER, AUTO_RESERVE_VALUE, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
-import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+// Which disk may be handed out as free (by `reserve --node X` / `reserve -l …` without --all, and by
+// everything else that hands out disks): one that is really free and usable, and when none is, why not.
+import { AUTO_OWNER, AUTO_RESERVE_VALUE, LABEL_AUTO_RESERVE } from './constants.ts';
+import type { NodeDisk } from './v1alpha1/types.ts';
 
 /** Why `nd` cannot be handed out as a free disk, or undefined when it can. */
 export function notFreeBecause(nd: NodeDisk): string | undefined {
