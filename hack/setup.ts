@@ -1,12 +1,14 @@
 // `npm run setup [-- NAME…]`: optional. Builds now, instead of on first use, what the commands build
 // from Go modules: the control plane (npm start, npm test), the health-check runner, helm, krew and
-// Prometheus' text parser (npm test); and fetches promtool (Debian's prometheus package, npm test).
-//   node hack/setup.ts                    all six
+// Prometheus' text parser and PromQL parser (npm test); and fetches promtool and prometheus (Debian's
+// prometheus package, npm test).
+//   node hack/setup.ts                    all seven
 //   node hack/setup.ts krew healthcheck   only those
 import { ensureBinaries } from './controlplane/binaries.ts';
 import { ensureHealthcheck } from './healthcheck/healthcheck.ts';
 import { ensureHelm } from './helm/helm.ts';
 import { ensureKrew, ensureValidateKrewManifest } from './krew/krew.ts';
+import { ensurePromql } from './promql/promql.ts';
 import { ensurePromtext } from './promtext/promtext.ts';
 import { ensurePromtool } from './promtool/promtool.ts';
 
@@ -18,6 +20,7 @@ const tools: Record<string, () => Promise<string>> = {
   healthcheck: () => ensureHealthcheck(),
   helm: () => ensureHelm(),
   krew: async () => `${await ensureKrew()} and ${await ensureValidateKrewManifest()}`,
+  promql: () => ensurePromql(),
   promtext: () => ensurePromtext(),
   promtool: () => ensurePromtool(),
 };
