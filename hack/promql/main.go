@@ -18,6 +18,9 @@ type result struct {
 	Expr      string   `json:"expr"`
 	Error     string   `json:"error,omitempty"`
 	Selectors []string `json:"selectors"`
+	// The label names the expression groups or matches by (by (…), on (…)): each must be on the series
+	// it reads, or the grouping silently drops it.
+	Labels []string `json:"labels"`
 }
 
 // The default options: the PromQL that a Prometheus server without feature flags accepts.
@@ -30,7 +33,7 @@ func main() {
 	out.SetEscapeHTML(false) // PromQL's > and < stay as they are
 	for in.Scan() {
 		var expr string
-		res := result{Selectors: []string{}}
+		res := result{Selectors: []string{}, Labels: []string{}}
 		if err := json.Unmarshal(in.Bytes(), &expr); err != nil {
 			res.Error = "not a JSON string: " + err.Error()
 			_ = out.Encode(res)
@@ -44,16 +47,32 @@ func main() {
 			continue
 		}
 		seen := map[string]bool{}
-		parser.Inspect(ast, func(node parser.Node, _ []parser.Node) error {
-			vs, ok := node.(*parser.VectorSelector)
-			if !ok {
-				return nil
+		seenLabel := map[string]bool{}
+		addLabels := func(names []string) {
+			for _, l := range names {
+				if !seenLabel[l] {
+					seenLabel[l] = true
+					res.Labels = append(res.Labels, l)
+				}
 			}
-			// Name and matchers only: an offset or @ would ask /api/v1/series about another time.
-			s := (&parser.VectorSelector{Name: vs.Name, LabelMatchers: vs.LabelMatchers}).String()
-			if !seen[s] {
-				seen[s] = true
-				res.Selectors = append(res.Selectors, s)
+		}
+		parser.Inspect(ast, func(node parser.Node, _ []parser.Node) error {
+			switch n := node.(type) {
+			case *parser.VectorSelector:
+				// Name and matchers only: an offset or @ would ask /api/v1/series about another time.
+				s := (&parser.VectorSelector{Name: n.Name, LabelMatchers: n.LabelMatchers}).String()
+				if !seen[s] {
+					seen[s] = true
+					res.Selectors = append(res.Selectors, s)
+				}
+			case *parser.AggregateExpr:
+				if !n.Without {
+					addLabels(n.Grouping)
+				}
+			case *parser.BinaryExpr:
+				if n.VectorMatching != nil && n.VectorMatching.On {
+					addLabels(n.VectorMatching.MatchingLabels)
+				}
 			}
 			return nil
 		})

@@ -1,6 +1,7 @@
 // Lists the vector selectors of PromQL expressions with Prometheus' own parser (main.go beside this file,
 // github.com/prometheus/prometheus/promql/parser): the Go program is built once from the pinned
-// go.mod/go.sum into the cache, like the text parser in hack/promtext.
+// go.mod/go.sum into the cache, like the text parser in hack/promtext. It builds only promql/parser and
+// what that imports, not the server.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ensureGoTool } from '../lib/gobuild.ts';
@@ -13,6 +14,8 @@ export interface ParsedExpr {
   error?: string;
   /** Each distinct vector selector the expression reads, as PromQL (name and matchers, no range, offset or @). */
   selectors: string[];
+  /** The label names it groups or matches by (`by (…)`, `on (…)`; not `without` or `ignoring`). */
+  labels: string[];
 }
 
 /** The path of nodedisks-promql, built first if the cache does not have it. */

@@ -257,7 +257,8 @@ test.serial('a reservation refused (the label asks for a disk reserved by someon
 
 /**
  * Each distinct selector has at least one series in Prometheus' TSDB (which keeps what it scraped since
- * it started, the tests above included): the metric exists with those label values.
+ * it started, the tests above included): the metric exists with those label values. And each label an
+ * expression groups or matches by is on some series it reads (a `by (nod)` would silently drop it).
  */
 async function selectorsHaveSeries(t: { log: (m: string) => void }, what: string, exprs: { id: string; expr: string }[]): Promise<string[]> {
   const parsed = await vectorSelectors(
@@ -281,7 +282,12 @@ async function selectorsHaveSeries(t: { log: (m: string) => void }, what: string
     if (empty.length > 0) await new Promise((r) => setTimeout(r, 1000));
   }
   problems.push(...empty.map((s) => `${s} (${selectors.get(s)!.join(', ')}): no series`));
-  t.log(`${selectors.size} distinct selectors in ${exprs.length} ${what}: ${[...selectors.keys()].join(' ')}`);
+  const series = new Map<string, Record<string, string>[]>();
+  for (const s of selectors.keys()) series.set(s, await prom!.series(s));
+  parsed.forEach((p, i) => {
+    for (const l of p.labels) if (!p.selectors.some((s) => series.get(s)!.some((x) => l in x))) problems.push(`${exprs[i]!.id}: no series it reads has the label ${l}`);
+  });
+  t.log(`${selectors.size} distinct selectors in ${exprs.length} ${what}: ${[...selectors.keys()].join(' ')}; grouped by ${[...new Set(parsed.flatMap((p) => p.labels))].join(', ')}`);
   return problems;
 }
 
@@ -303,6 +309,8 @@ test.serial('every vector selector of every alert expression has series in Prome
     'sum(rate(nodedisks_controller_reconcile_total{result="errors"}[5m])) > 0',
   ]);
   for (const s of typos.flatMap((x) => x.selectors)) t.deepEqual(await prom!.series(s), [], s);
+  // So can the label check: no series has a label `nod`.
+  t.deepEqual(await selectorsHaveSeries(t, 'mistyped expressions', [{ id: 'typo', expr: 'sum by (nod) (nodedisks_controller_nodedisks) > 0' }]), ['typo: no series it reads has the label nod']);
   // And every expression is valid for this Prometheus too (it evaluates each without error).
   for (const r of alertRules) await t.notThrowsAsync(prom!.query(r.expr), r.alert);
 });
