@@ -320,7 +320,12 @@ interface Panel {
   targets?: { expr?: string; refId?: string }[];
   panels?: Panel[];
 }
-/** Grafana's interpolation of what the dashboard's queries use: a template variable in a regex matcher matches any value. */
+/**
+ * Grafana's interpolation of what the dashboard's queries use, done as Grafana does it (text, before
+ * PromQL): a template variable in a regex matcher (`node=~"$node"`) becomes `.+`, every value (what
+ * "All" selects); `$__rate_interval` 1m (Grafana's is at least four scrape intervals: 1 m spans 60 of
+ * this Prometheus' 1 s scrapes); `$__interval` and `$__range` as a 15 s step over a 5 min graph.
+ */
 function interpolate(expr: string): string {
   return expr
     .replace(/\$__rate_interval|\$\{__rate_interval\}/g, '1m')
@@ -329,10 +334,16 @@ function interpolate(expr: string): string {
     .replace(/=~\s*"\$\{?(\w+)(?::\w+)?\}?"/g, '=~".+"');
 }
 
+interface Variable {
+  name: string;
+  type: string;
+  query?: string | { query?: string };
+}
+
 test.serial('every query of the Grafana dashboard returns series from Prometheus', async (t) => {
   t.true(existsSync(DASHBOARD), `the dashboard ${DASHBOARD} is missing`);
   if (!existsSync(DASHBOARD)) return;
-  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels?: Panel[] };
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels?: Panel[]; templating?: { list?: Variable[] } };
   const queries: { id: string; expr: string }[] = [];
   const walk = (panels: Panel[] = []) => {
     for (const p of panels) {
@@ -348,6 +359,22 @@ test.serial('every query of the Grafana dashboard returns series from Prometheus
     [],
   );
   t.deepEqual(await selectorsHaveSeries(t, 'dashboard queries', queries), []);
+  // A query variable's label_values(<selector>, <label>) (Grafana's, around PromQL): the selector has series that carry the label.
+  for (const v of dashboard.templating?.list ?? []) {
+    if (v.type !== 'query') continue;
+    const q = typeof v.query === 'string' ? v.query : (v.query?.query ?? '');
+    const m = /^label_values\((?:(.+),\s*)?(\w+)\)$/.exec(q.trim());
+    if (!m) {
+      t.fail(`variable ${v.name}: a query this test does not know how to check: ${q}`);
+      continue;
+    }
+    const [parsed] = await vectorSelectors(promqlBin, [m[1] ?? `{${m[2]}=~".+"}`]);
+    t.falsy(parsed?.error, `variable ${v.name}: ${parsed?.error}`);
+    const values = new Set<string>();
+    for (const s of parsed?.selectors ?? []) for (const x of await prom!.series(s)) if (x[m[2]!] !== undefined) values.add(x[m[2]!]!);
+    t.true(values.size > 0, `variable ${v.name}: ${q} has no values`);
+    t.log(`variable ${v.name}: ${q} = ${[...values].sort().join(', ')}`);
+  }
   for (const q of queries) {
     const result = await prom!.query(q.expr);
     t.true(result.length > 0, `${q.id}: ${q.expr} returned nothing`);
