@@ -69,8 +69,23 @@ const adminNodeDisk = (node: string, diskID: string): NodeDisk => ({
   spec: { nodeName: node, diskID, path: `${DEFAULT_DISK_DIR}/${diskID}.img` },
 });
 
+/** The programs' and Prometheus' logs, for a failed test or a failed setup. */
+function printLogs(): void {
+  for (const p of started) console.error(`----- ${p.name} -----\n${p.logs(6000)}`);
+  if (prom) console.error(`----- prometheus -----\n${prom.logs(12_000)}`);
+}
+
 test.serial.before(async (t) => {
   t.timeout(20 * 60_000, 'building the PromQL parser, fetching Prometheus and starting everything took more than 20 minutes');
+  try {
+    await setUp();
+  } catch (err) {
+    printLogs();
+    throw err;
+  }
+});
+
+async function setUp(): Promise<void> {
   const cp = controlPlane();
   work = await mkdtemp(join(tmpdir(), 'nodedisks-prometheus-test-'));
   const logDir = join(work, 'logs');
@@ -190,12 +205,10 @@ test.serial.before(async (t) => {
   const before = await renewed();
   await rest.request('PATCH', leasePath(NODE), { body: { spec: { holderIdentity: NODE } }, contentType: 'application/merge-patch+json' });
   await eventually('the heartbeat renewed again', async () => (await renewed()) > before, DEADLINE_MS);
-});
+}
 
 test.afterEach.always((t) => {
-  if (t.passed) return;
-  for (const p of started) console.error(`----- ${p.name} -----\n${p.logs(6000)}`);
-  if (prom) console.error(`----- prometheus -----\n${prom.logs(12_000)}`);
+  if (!t.passed) printLogs();
 });
 
 test.after.always(async () => {
