@@ -13,7 +13,7 @@ HELM ?= npm run --silent helm --
 # kustomize/default's, which seeds none (docs/adr/0031-helm-chart.md). HELM_EXTRA= installs without them.
 HELM_EXTRA ?= --set seeder.enabled=true
 
-.PHONY: help minikube-up images images-load deploy undeploy helm-install helm-uninstall minikube-delete test demo tools codegen
+.PHONY: help minikube-up images images-load minikube-images-load deploy undeploy helm-install helm-uninstall minikube-delete test demo tools codegen
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -25,7 +25,11 @@ images: ## Build the controller and agent images
 	docker build --target operator -t $(OPERATOR_IMAGE) .
 	docker build --target agent -t $(AGENT_IMAGE) .
 
-images-load: images ## Build the images and load them into minikube
+images-load: ## Build the images and load them: into the local cluster (npm run cluster) when it runs, else into minikube
+	@npm run --silent cluster:images; rc=$$?; \
+	if [ $$rc -eq 3 ]; then $(MAKE) --no-print-directory minikube-images-load; else exit $$rc; fi
+
+minikube-images-load: images
 	minikube -p $(PROFILE) image load $(OPERATOR_IMAGE)
 	minikube -p $(PROFILE) image load $(AGENT_IMAGE)
 

@@ -287,18 +287,34 @@ export class Cluster {
     return out.split('\n').filter((s) => s === 'True').length;
   }
 
+  /** name@digest of each image the last build wrote. */
+  private lastImages: string[] = [];
+
   /** Builds the images into files (their buffers, large, are garbage once this returns). */
   private async writeImages(): Promise<string[]> {
     const imageDir = join(this.dataDir, 'images');
     await mkdir(imageDir, { recursive: true });
     const files: string[] = [];
+    this.lastImages = [];
     for (const img of await buildImages(this.nb.pause)) {
       const f = join(imageDir, `${img.name.replace(/[/:]/g, '_')}.tar`);
       await writeArchive(img, f);
       files.push(f);
+      this.lastImages.push(`${img.name}@${img.digest}`);
       this.log(`image ${img.name} ${img.digest} (${(img.layerBytes / 1024 / 1024).toFixed(1)} MiB uncompressed)`);
     }
     return files;
+  }
+
+  /**
+   * Builds the images again (from dist/ as it is now) and imports them into every node under the same
+   * names: what `make images-load` does for this cluster. Pods already running keep their old image
+   * until they are restarted. Returns one line per image.
+   */
+  async reloadImages(): Promise<string> {
+    const files = await this.writeImages();
+    await this.importImages(files);
+    return this.lastImages.join(', ');
   }
 
   /** Brings the whole cluster up. */

@@ -1,6 +1,7 @@
-// The running cluster's control socket (<dataDir>/control.sock): one line in ("stop <node>" or
-// "start <node>"), one line out ("ok" or "error: …"), so that a test or a person can reboot one node
-// while `npm run cluster` keeps owning every process (its teardown then ends them all, as always).
+// The running cluster's control socket (<dataDir>/control.sock): one line in ("stop <node>", "start
+// <node>" or "images"), one line out ("ok …" or "error: …"), so that a test or a person can reboot one
+// node or load newly built images while `npm run cluster` keeps owning every process (its teardown then
+// ends them all, as always).
 import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 
@@ -8,7 +9,13 @@ export const controlSocket = (dataDir: string) => join(dataDir, 'control.sock');
 export const NODE_ACTIONS = ['stop', 'start'] as const;
 export type NodeAction = (typeof NODE_ACTIONS)[number];
 
-export function serveControl(dataDir: string, handle: (action: NodeAction, node: string) => Promise<void>): Promise<Server> {
+export interface ControlHandlers {
+  node(action: NodeAction, node: string): Promise<void>;
+  /** Builds the images from dist/ again and imports them into every node; says what it loaded. */
+  images(): Promise<string>;
+}
+
+export function serveControl(dataDir: string, handle: ControlHandlers): Promise<Server> {
   const server = createServer((conn) => {
     let buf = '';
     conn.on('data', (d: Buffer) => {
@@ -17,11 +24,10 @@ export function serveControl(dataDir: string, handle: (action: NodeAction, node:
       if (nl < 0) return;
       const [action, node] = buf.slice(0, nl).trim().split(/\s+/);
       const reply = (line: string) => conn.end(`${line}\n`);
-      if (!NODE_ACTIONS.includes(action as NodeAction) || !node) return reply(`error: expected "stop <node>" or "start <node>", got "${buf.slice(0, nl)}"`);
-      handle(action as NodeAction, node).then(
-        () => reply('ok'),
-        (err: Error) => reply(`error: ${err.message}`),
-      );
+      const failed = (err: Error) => reply(`error: ${err.message.replaceAll('\n', ' ')}`);
+      if (action === 'images' && !node) return void handle.images().then((what) => reply(`ok ${what}`), failed);
+      if (!NODE_ACTIONS.includes(action as NodeAction) || !node) return reply(`error: expected "stop <node>", "start <node>" or "images", got "${buf.slice(0, nl)}"`);
+      handle.node(action as NodeAction, node).then(() => reply('ok'), failed);
     });
     conn.on('error', () => {});
   });
@@ -31,11 +37,11 @@ export function serveControl(dataDir: string, handle: (action: NodeAction, node:
   });
 }
 
-/** Sends one command and returns the reply line (throws with it when it is an error). */
-export function sendControl(dataDir: string, action: NodeAction, node: string): Promise<string> {
+/** Sends one command ("stop <node>", "start <node>", "images") and returns the reply line (throws with it when it is an error). */
+export function sendControl(dataDir: string, command: string): Promise<string> {
   return new Promise((resolve, reject) => {
     let out = '';
-    const conn = createConnection(controlSocket(dataDir), () => conn.write(`${action} ${node}\n`));
+    const conn = createConnection(controlSocket(dataDir), () => conn.write(`${command}\n`));
     conn.on('data', (d: Buffer) => (out += d.toString()));
     conn.on('error', (err) => reject(new Error(`cannot reach the local cluster's control socket ${controlSocket(dataDir)}: ${err.message}`)));
     conn.on('end', () => (out.startsWith('ok') ? resolve(out.trim()) : reject(new Error(out.trim().replace(/^error: /, '') || 'the cluster closed the connection without a reply'))));

@@ -183,7 +183,10 @@ async function main(): Promise<number> {
       });
       say(`NodeDisks (${install}) running as pods ${((Date.now() - tw) / 1000).toFixed(1)} s after the nodes were Ready; ${((Date.now() - t0) / 1000).toFixed(1)} s in all`);
     }
-    const control = await serveControl(dataDir, (action, node) => (action === 'stop' ? cluster.stopNode(node) : cluster.startStoppedNode(node)));
+    const control = await serveControl(dataDir, {
+      node: (action, node) => (action === 'stop' ? cluster.stopNode(node) : cluster.startStoppedNode(node)),
+      images: () => cluster.reloadImages(),
+    });
     process.once('exit', () => control.close());
     say(await cluster.kubectl(['get', 'nodes,pods', '-A', '-o', 'wide']));
     say(`

@@ -7,7 +7,7 @@ import { NODE_ACTIONS, sendControl, type NodeAction } from './control.ts';
 const [arg, action] = process.argv.slice(2);
 const { state, node } = runningClusterNode(arg, NODE_ACTIONS.includes(action as NodeAction), 'npm run cluster:node -- <node> stop|start');
 try {
-  await sendControl(state.dataDir, action as NodeAction, node);
+  await sendControl(state.dataDir, `${action} ${node}`);
   console.log(`${node}: ${action === 'stop' ? 'stopped' : 'Ready'}`);
 } catch (err) {
   console.error(`error: ${(err as Error).message}`);

@@ -1,6 +1,6 @@
 // The Helm route on the local 3-node cluster (root only; `npm run test:e2e`): a cluster started with
-// `--install=none` (images imported, disks seeded, no NodeDisks), then the seed's `make helm-install` with
-// the locally built images, the seed's walk-through, `helm upgrade` with changed values, `helm test`
+// `--install=none` (images imported, disks seeded, no NodeDisks), then the seed's `make images-load` (into
+// this cluster, not minikube) and `make helm-install` with the locally built images, the seed's walk-through, `helm upgrade` with changed values, `helm test`
 // (the chart's hook Pod waits for a disk that went missing, and passes once it is back), `helm rollback`
 // to revision 1 and `make helm-uninstall`, every reservation and marker kept throughout. One cluster for
 // the whole file; the tests run in order and each leaves the reservations it documents for the next.
@@ -9,7 +9,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { readSysctls, sh } from '../../hack/cluster/host.ts';
-import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
+import { DISK_DIR, NODE_NAMES, nodeSpec } from '../../hack/cluster/topology.ts';
 import { assertNothingLeft, clusterEnv, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
 import { ensureHelm, helm, runHelm } from '../../hack/helm/helm.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
@@ -80,6 +80,40 @@ async function history(): Promise<Record<number, string>> {
 
 let held: Record<string, string> = {};
 let marked: Record<string, string[]> = {};
+
+/** The manifest digest the node's containerd holds under `ref`, or '' when it has no such image. */
+async function nodeImage(node: string, ref: string): Promise<string> {
+  const socket = join(nodeSpec(dataDir, node, NODE_NAMES.indexOf(node)).dir, 'run-containerd', 'containerd.sock');
+  const out = await sh('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'ls', `name==${ref}`]);
+  return (
+    out
+      .split('\n')
+      .slice(1)
+      .find((l) => l.startsWith(`${ref} `))
+      ?.split(/\s+/)[2] ?? ''
+  );
+}
+
+test.serial("the seed's make images-load builds the images from this checkout and loads them into every node of the running local cluster", async (t) => {
+  t.timeout(10 * MINUTES);
+  const agent = 'docker.io/library/node-disks-agent:dev';
+  const operator = 'docker.io/library/node-disks-operator:dev';
+  // One node loses its agent image, so only a real load brings it back.
+  const socket = join(nodeSpec(dataDir, M04, NODE_NAMES.indexOf(M04)).dir, 'run-containerd', 'containerd.sock');
+  await sh('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'rm', agent]);
+  t.is(await nodeImage(M04, agent), '');
+  const t0 = Date.now();
+  const out = await make('images-load');
+  t.log(`make images-load: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  const loaded = Object.fromEntries([...out.matchAll(/^loaded (\S+)@(sha256:[0-9a-f]{64})$/gm)].map((m) => [m[1], m[2]]));
+  t.truthy(loaded[agent], out);
+  t.truthy(loaded[operator], out);
+  t.regex(out, /rollout restart/);
+  for (const node of NODE_NAMES) {
+    t.is(await nodeImage(node, agent), loaded[agent], `${node}: ${agent}`);
+    t.is(await nodeImage(node, operator), loaded[operator], `${node}: ${operator}`);
+  }
+});
 
 test.serial("the seed's make helm-install, with the locally built images, installs NodeDisks: agents on 3 nodes, 2 controllers, every NodeDisk reported and Ready", async (t) => {
   t.timeout(10 * MINUTES);
