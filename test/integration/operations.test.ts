@@ -72,6 +72,9 @@ test.serial('two controllers: one leads, the other takes over when the leader di
     return m ? Number(m[1]) : undefined;
   });
   t.true(age >= 0 && age < 4, `heartbeat age ${age}`);
+  // Every request of the process counts in the API errors counter: the first controller's GET of the
+  // leader Lease found none (404) before it created it.
+  t.regex(leaderText, /^nodedisks_controller_api_errors_total\{verb="GET",code="404"\} [1-9]\d*$/m);
   const standbyText = (await get(b, '/metrics')).body;
   t.notRegex(standbyText, /^nodedisks_controller_nodedisks\{/m);
   t.notRegex(standbyText, /^nodedisks_controller_(nodedisk_capacity_bytes|agent_heartbeat_age_seconds)\{/m);
