@@ -103,6 +103,15 @@ export class AgentHeartbeats {
     return { kind: 'stale', lease: `${this.o.namespace}/${seen.lease}`, renewTime: seen.renewTime, durationSeconds: seen.durationMs / 1000 };
   }
 
+  /**
+   * Each node's heartbeat age: seconds since this controller saw its Lease renewed (for a Lease seen once
+   * only, since its renewTime), on the clock the verdicts use, for the dashboard's heartbeat panel.
+   */
+  ages(): { node: string; ageSeconds: number }[] {
+    const now = this.monotonic();
+    return [...this.nodes].map(([node, seen]) => ({ node, ageSeconds: Math.max(0, now - seen.observedAt) / 1000 }));
+  }
+
   private expired(seen: Seen): boolean {
     return this.monotonic() - seen.observedAt > seen.durationMs;
   }

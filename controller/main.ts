@@ -14,12 +14,23 @@ import { LeaderElector, NotLeaderError } from '../lib/kube/leader-election.ts';
 import { controllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 
-const { config, rest } = configuredOrExit(() => {
+const { config, rest: baseRest } = configuredOrExit(() => {
   const config = parseControllerConfig(process.argv.slice(2));
   const access = loadKubeConfig({ kubeconfig: config.kubeconfig });
   const userAgent = `node-disks-operator (${config.identity.replace(/[^\x20-\x7e]/g, '_')})`;
   return { config, rest: new RestClient(access, { timeoutMs: 30_000, userAgent }) };
 });
+
+// The gauges are read from the elector's clock at each scrape, so they cannot lag behind a lost lease:
+// a replica that does not lead counts no NodeDisk (its last term's cache is not the cluster any more).
+const leading = () => elector?.isLeader ?? true;
+const metrics = controllerMetrics(
+  leading,
+  () => (controller && leading() ? controller.informer.cache.values() : []),
+  () => (heartbeats && leading() ? heartbeats.ages() : []),
+);
+// Every request of the process counts in the API errors counter, leader election's included.
+const rest = baseRest.with({ onError: (verb, err) => metrics.apiErrors.inc({ verb, code: 'statusCode' in err ? String(err.statusCode) : 'none' }) });
 
 // Every request of the controller's work (workers, informer, events) shares one bucket. Leader election
 // keeps the client without it, as kube-controller-manager gives it a client of its own: a renewal must
@@ -41,10 +52,6 @@ const elector = config.leaderElect
       log,
     })
   : undefined;
-// The gauges are read from the elector's clock at each scrape, so they cannot lag behind a lost lease:
-// a replica that does not lead counts no NodeDisk (its last term's cache is not the cluster any more).
-const leading = () => elector?.isLeader ?? true;
-const metrics = controllerMetrics(leading, () => (controller && leading() ? controller.informer.cache.values() : []));
 
 /** A controller whose every request goes through `termRest`, and the agents' heartbeats it judges staleness by. */
 function newController(termRest: RestClient): { controller: Controller; heartbeats: AgentHeartbeats } {

@@ -1,13 +1,21 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { CONDITION } from '../api/constants.ts';
+import { ownerKind } from '../api/owner.ts';
 import { registerProcessMetrics } from '../lib/runtime/process-metrics.ts';
+
+/** A node's heartbeat as the leader sees it: seconds since it saw the node's Lease renewed. */
+export interface HeartbeatAge {
+  node: string;
+  ageSeconds: number;
+}
 
 /**
  * `leading` is asked at each scrape: the `leader` gauge is never a remembered value. `nodeDisks` (the
- * leader's informer cache; nothing on a replica that does not lead) is counted at each scrape too.
+ * leader's informer cache; nothing on a replica that does not lead) is counted at each scrape too, and so
+ * are `heartbeats` (the leader's view of the agents' heartbeat Leases; none on a replica that does not lead).
  */
-export function controllerMetrics(leading: () => boolean, nodeDisks: () => Iterable<NodeDisk> = () => []) {
+export function controllerMetrics(leading: () => boolean, nodeDisks: () => Iterable<NodeDisk> = () => [], heartbeats: () => Iterable<HeartbeatAge> = () => []) {
   const registry = new Registry();
   registerProcessMetrics(registry);
   return {
@@ -26,6 +34,12 @@ export function controllerMetrics(leading: () => boolean, nodeDisks: () => Itera
       registers: [registry],
     }),
     policyActions: new Counter({ name: 'nodedisks_controller_policy_actions_total', help: 'Label policy actions', labelNames: ['action'], registers: [registry] }),
+    apiErrors: new Counter({
+      name: 'nodedisks_controller_api_errors_total',
+      help: 'Failed API requests (refused with an HTTP status, or no answer: code "none"), by verb and code',
+      labelNames: ['verb', 'code'],
+      registers: [registry],
+    }),
     queueDepth: new Gauge({ name: 'nodedisks_controller_workqueue_depth', help: 'Keys waiting in the work queue', registers: [registry] }),
     leader: new Gauge({
       name: 'nodedisks_controller_leader',
@@ -36,35 +50,77 @@ export function controllerMetrics(leading: () => boolean, nodeDisks: () => Itera
       },
     }),
     // What the alerts and dashboards need per node, as the controller sees it: free disks (desired and
-    // phase Available), Missing or Error ones, refused reservations (Accepted False) and stale agents
-    // (Ready's reason AgentStale, judged from the heartbeat Lease even when the agent cannot be scraped).
+    // phase Available), Missing or Error ones, refused reservations (Accepted False), stale agents
+    // (Ready's reason AgentStale, judged from the heartbeat Lease even when the agent cannot be scraped)
+    // and the kind of owner of each reservation (api/owner.ts: five values, never the owner string).
     nodeDisks: new Gauge({
       name: 'nodedisks_controller_nodedisks',
-      help: "NodeDisks in the leader's cache, by node, desired state, reported phase, Accepted status and Ready reason",
-      labelNames: ['node', 'desired', 'phase', 'accepted', 'ready'],
+      help: "NodeDisks in the leader's cache, by node, desired state, reported phase, Accepted status, Ready reason and kind of owner",
+      labelNames: ['node', 'desired', 'phase', 'accepted', 'ready', 'owner'],
       registers: [registry],
       collect() {
-        const counts = new Map<string, { labels: Record<string, string>; n: number }>();
-        for (const nd of nodeDisks()) {
-          const cond = (type: string) => nd.status?.conditions?.find((c) => c.type === type);
-          const labels = {
-            node: nd.spec.nodeName,
-            desired: nd.spec.desired?.state ?? 'Available',
-            phase: nd.status?.node?.phase ?? '',
-            accepted: cond(CONDITION.accepted)?.status ?? '',
-            ready: cond(CONDITION.ready)?.reason ?? '',
-          };
-          const key = JSON.stringify(labels);
-          const c = counts.get(key);
-          if (c) c.n++;
-          else counts.set(key, { labels, n: 1 });
-        }
-        // Only the combinations there are now: one that is gone is not left at its last count.
+        countInto(
+          this,
+          nodeDisks(),
+          (nd) => {
+            const cond = (type: string) => nd.status?.conditions?.find((c) => c.type === type);
+            return {
+              node: nd.spec.nodeName,
+              desired: nd.spec.desired?.state ?? 'Available',
+              phase: nd.status?.node?.phase ?? '',
+              accepted: cond(CONDITION.accepted)?.status ?? '',
+              ready: cond(CONDITION.ready)?.reason ?? '',
+              owner: ownerKind(nd.spec.desired),
+            };
+          },
+          () => 1,
+        );
+      },
+    }),
+    // Free capacity is desired and phase Available, reserved capacity desired Reserved: the bytes the
+    // agents report (a disk not reported yet counts 0).
+    capacityBytes: new Gauge({
+      name: 'nodedisks_controller_nodedisk_capacity_bytes',
+      help: "Reported capacity of the NodeDisks in the leader's cache, by node, desired state and reported phase",
+      labelNames: ['node', 'desired', 'phase'],
+      registers: [registry],
+      collect() {
+        countInto(
+          this,
+          nodeDisks(),
+          (nd) => ({ node: nd.spec.nodeName, desired: nd.spec.desired?.state ?? 'Available', phase: nd.status?.node?.phase ?? '' }),
+          (nd) => nd.status?.node?.capacityBytes ?? 0,
+        );
+      },
+    }),
+    heartbeatAge: new Gauge({
+      name: 'nodedisks_controller_agent_heartbeat_age_seconds',
+      help: "Seconds since the leader saw each node's agent heartbeat Lease renewed",
+      labelNames: ['node'],
+      registers: [registry],
+      collect() {
         this.reset();
-        for (const { labels, n } of counts.values()) this.set(labels, n);
+        for (const { node, ageSeconds } of heartbeats()) this.set({ node }, ageSeconds);
       },
     }),
   };
+}
+
+/**
+ * Sets `gauge` to the sum of `value` over `items`, per label set: only the combinations there are now, so
+ * one that is gone is not left at its last value.
+ */
+function countInto<L extends string>(gauge: Gauge<L>, items: Iterable<NodeDisk>, labelsOf: (nd: NodeDisk) => Record<L, string>, value: (nd: NodeDisk) => number): void {
+  const sums = new Map<string, { labels: Record<L, string>; n: number }>();
+  for (const nd of items) {
+    const labels = labelsOf(nd);
+    const key = JSON.stringify(labels);
+    const c = sums.get(key);
+    if (c) c.n += value(nd);
+    else sums.set(key, { labels, n: value(nd) });
+  }
+  gauge.reset();
+  for (const { labels, n } of sums.values()) gauge.set(labels, n);
 }
 
 export type ControllerMetrics = ReturnType<typeof controllerMetrics>;

@@ -1,10 +1,10 @@
 // Copies the parts of the install that the chart takes verbatim from kustomize/ into
 // charts/node-disks-manager/files/ (`npm run generate`): the CRD (itself generated from api/), the
-// admission policies, the RBAC and the alerts (a PrometheusRule). The chart's templates read them with .Files.Get and add only Helm's
-// labels, the keep annotation, the namespace and the disk dir (docs/adr/0031-helm-chart.md). `--check` exits non-zero when a copy
-// differs, naming the fix.
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+// admission policies, the RBAC, the alerts (a PrometheusRule) and the Grafana dashboard (itself generated from
+// hack/dashboards/). The chart's templates read them with .Files.Get and add only Helm's labels, the keep annotation,
+// the namespace and the disk dir (docs/adr/0031-helm-chart.md). `--check` exits non-zero when a copy differs, naming the fix.
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { load } from 'js-yaml';
 import { REPO_ROOT } from '../lib/paths.ts';
 
@@ -25,10 +25,12 @@ export const CHART_FILES: Record<string, string> = {
   ...Object.fromEntries(resources('kustomize/policies').map((f) => [`files/policies/${f}`, `kustomize/policies/${f}`])),
   ...Object.fromEntries(resources('kustomize/rbac').map((f) => [`files/rbac/${f}`, `kustomize/rbac/${f}`])),
   'files/monitoring/prometheusrule.yaml': 'kustomize/components/prometheus-operator/prometheusrule.yaml',
+  'files/dashboards/nodedisks-dashboard.json': 'kustomize/components/grafana-dashboard/nodedisks-dashboard.json',
 };
 
+/** The "do not edit" line of a YAML copy; JSON has no comments (the dashboard's description says it instead). */
 function header(source: string): string {
-  return `# Generated from ${source} by npm run generate: do not edit.\n`;
+  return source.endsWith('.json') ? '' : `# Generated from ${source} by npm run generate: do not edit.\n`;
 }
 
 if (import.meta.main) {
@@ -46,6 +48,7 @@ if (import.meta.main) {
       }
       if (have !== want) stale.push(`${CHART_DIR}/${copy}`);
     } else {
+      mkdirSync(dirname(path), { recursive: true });
       writeFileSync(path, want);
     }
   }

@@ -55,6 +55,12 @@ export interface RestClientOptions {
    * watches and lists included. Kept by with(): a leader's term shares its process's bucket.
    */
   rateLimiter?: TokenBucket;
+  /**
+   * Called with each request the API server refused (an ApiError) or that got no answer (a
+   * TransportError): a program counts them in its metrics. Not for a request cancelled by its signal or
+   * stopped by the gate, which the caller chose. Kept by with().
+   */
+  onError?: (method: string, err: ApiError | TransportError) => void;
 }
 
 /** The connection agent of a client and of the clients made from it with `with()`. */
@@ -132,6 +138,10 @@ export class RestClient {
     this.opts.gate?.();
     const send = url.protocol === 'http:' ? http().request : https().request;
     return await new Promise<IncomingMessage>((resolve, reject) => {
+      const fail = (err: ApiError | TransportError) => {
+        this.opts.onError?.(method, err);
+        reject(err);
+      };
       let response: IncomingMessage | undefined;
       const req = send(url, { ...options, signal }, (res) => {
         response = res;
@@ -144,8 +154,8 @@ export class RestClient {
           return;
         }
         readBody(res).then(
-          (text) => reject(toApiError(method, path, code, text, res.headers['retry-after'])),
-          (err: Error) => reject(this.transportError(err)),
+          (text) => fail(toApiError(method, path, code, text, res.headers['retry-after'])),
+          (err: Error) => fail(this.transportError(err)),
         );
       });
       const timeout = armTimeout(req, () => response, init.timeoutMs ?? this.opts.timeoutMs ?? 0);
@@ -153,12 +163,12 @@ export class RestClient {
       req.on('error', (err: Error & { code?: string }) => {
         timeout.clear();
         if (err === refused || err.name === 'AbortError') reject(err);
-        else reject(this.transportError(err));
+        else fail(this.transportError(err));
       });
       req.once('proxyConnect', (answer: { statusCode?: number; statusText?: string }) => {
         const refusal = proxyRefusal(answer);
         if (!refusal) return;
-        reject(this.transportError(refusal));
+        fail(this.transportError(refusal));
         req.destroy();
       });
       sendWhenAllowed(req, url, payload, this.opts.gate, (err) => {

@@ -58,15 +58,36 @@ test.serial('two controllers: one leads, the other takes over when the leader di
   await eventually('disks discovered', async () => (await client.get(nodeDiskName(node, 'disk1'))).status?.node?.phase === 'Available');
   // The leader counts its cache at each scrape (what the alerts read); the standby counts nothing.
   await eventually('the leader counts two free disks on node-ha', async () =>
-    /^nodedisks_controller_nodedisks\{node="node-ha",desired="Available",phase="Available",accepted="True",ready="PhaseMatchesDesired"\} 2$/m.test((await get(a, '/metrics')).body),
+    /^nodedisks_controller_nodedisks\{node="node-ha",desired="Available",phase="Available",accepted="True",ready="PhaseMatchesDesired",owner="none"\} 2$/m.test((await get(a, '/metrics')).body),
   );
-  t.notRegex((await get(b, '/metrics')).body, /^nodedisks_controller_nodedisks\{/m);
+  // The dashboard's capacity and heartbeat age, from the same caches: the bytes the agent reported, and a
+  // heartbeat younger than its 4 s Lease.
+  const reported = (await Promise.all(['disk1', 'disk2'].map(async (d) => (await client.get(nodeDiskName(node, d))).status?.node?.capacityBytes ?? 0))).reduce((x, y) => x + y, 0);
+  t.true(reported > 0);
+  const leaderText = (await get(a, '/metrics')).body;
+  t.regex(leaderText, new RegExp(`^nodedisks_controller_nodedisk_capacity_bytes\\{node="node-ha",desired="Available",phase="Available"\\} ${reported}$`, 'm'));
+  // The heartbeat Leases are a cache of their own, synced apart from the NodeDisks'.
+  const age = await eventually('the leader shows node-ha heartbeat age', async () => {
+    const m = /^nodedisks_controller_agent_heartbeat_age_seconds\{node="node-ha"\} (\S+)$/m.exec((await get(a, '/metrics')).body);
+    return m ? Number(m[1]) : undefined;
+  });
+  t.true(age >= 0 && age < 4, `heartbeat age ${age}`);
+  // Every request of the process counts in the API errors counter: the first controller's GET of the
+  // leader Lease found none (404) before it created it.
+  t.regex(leaderText, /^nodedisks_controller_api_errors_total\{verb="GET",code="404"\} [1-9]\d*$/m);
+  const standbyText = (await get(b, '/metrics')).body;
+  t.notRegex(standbyText, /^nodedisks_controller_nodedisks\{/m);
+  t.notRegex(standbyText, /^nodedisks_controller_(nodedisk_capacity_bytes|agent_heartbeat_age_seconds)\{/m);
   await a.crash();
   await cp.kubectl(cp.admin(), ['label', 'nodedisk', nodeDiskName(node, 'disk1'), 'localtest.example.com/auto-reserve=true']);
   const took = Date.now();
   await eventually('ctl-b leads', async () => (await lease()).spec.holderIdentity === 'ctl-b', 30_000);
   t.log(`takeover after the leader died: ${((Date.now() - took) / 1000).toFixed(1)} s`);
   await eventually('reserved by the new leader', async () => (await client.get(nodeDiskName(node, 'disk1'))).status?.node?.phase === 'Reserved', 30_000);
+  // A reservation of the label policy, by its kind of owner (the dashboard's reservations panel).
+  await eventually('the new leader counts a policy reservation', async () =>
+    /^nodedisks_controller_nodedisks\{node="node-ha",desired="Reserved",phase="Reserved",[^}]*owner="policy"\} 1$/m.test((await get(b, '/metrics')).body),
+  );
   t.true(b.logs().includes('"msg":"became leader"'));
 
   // A clean stop releases the lease: a new replica takes over without waiting out the lease.
@@ -90,7 +111,7 @@ test.serial('two controllers: one leads, the other takes over when the leader di
   t.is(stale.status, 'Unknown');
   t.regex(stale.message, /the node agent on node-ha has not renewed its heartbeat \(Lease node-disks-system\/node-disks-agent-node-ha, last renewed /);
   // What the stale-agent alert reads, from the leader that judged it.
-  await eventually('the leader counts node-ha stale', async () => /^nodedisks_controller_nodedisks\{node="node-ha",[^}]*ready="AgentStale"\} [12]$/m.test((await get(c, '/metrics')).body));
+  await eventually('the leader counts node-ha stale', async () => /^nodedisks_controller_nodedisks\{node="node-ha",[^}]*ready="AgentStale"[^}]*\} [12]$/m.test((await get(c, '/metrics')).body));
 });
 
 test.serial('the agent serves metrics, health and readiness; a missing disk dir makes it unready, not destructive', async (t) => {

@@ -9,10 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { dump, load } from 'js-yaml';
-import { agentMetrics } from '../../agent/metrics.ts';
-import { controllerMetrics } from '../../controller/metrics.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { ensurePromtool, runPromtool } from '../../hack/promtool/promtool.ts';
+import { exportedMetricNames, metricNames } from '../harness/promql.ts';
 
 const RULE_FILE = 'kustomize/components/prometheus-operator/prometheusrule.yaml';
 const FIXTURE = join(REPO_ROOT, 'test/fixtures/alerts.test.yaml');
@@ -107,30 +106,8 @@ test('every alert has a summary, a description, a severity (critical pages, warn
   t.deepEqual(sections.sort(), alerts.map((a) => a.alert).sort());
 });
 
-const KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan']);
-/** The metric names a PromQL expression reads: identifiers that are not functions, keywords, label names or values. */
-function metricNames(expr: string): string[] {
-  const bare = expr
-    .replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/g, '""') // strings
-    .replace(/\{[^}]*\}/g, '') // label matchers
-    .replace(/\[[^\]]*\]/g, '') // ranges
-    .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ''); // label lists
-  return [...bare.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)(\s*\()?/g)].filter(([name, , call]) => !call && !KEYWORDS.has(name!.toLowerCase())).map(([name]) => name!);
-}
-
-async function exported(): Promise<Set<string>> {
-  const names = new Set<string>();
-  for (const { registry } of [agentMetrics(), controllerMetrics(() => true)]) {
-    for (const f of await registry.getMetricsAsJSON()) {
-      names.add(f.name);
-      if (String(f.type) === 'histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(f.name + s);
-    }
-  }
-  return names;
-}
-
 test('every metric an alert expression reads is one the agent or the controller exports', async (t) => {
-  const names = await exported();
+  const names = await exportedMetricNames();
   // The reader finds a typo'd name and skips functions, keywords, label names and values.
   t.deepEqual(metricNames('sum by (node, pod) (rate(nodedisks_agent_typo_total{op="up"}[5m])) > 0 or vector(0) and on (x) up'), ['nodedisks_agent_typo_total', 'up']);
   t.false(names.has('nodedisks_agent_typo_total'));

@@ -176,3 +176,28 @@ test.serial('a Lease first seen already expired (a controller restart) is stale 
   t.is(h.liveness('node-live').kind, 'alive');
   t.deepEqual(changes, [['node-dead', 'node-live']], 'one batch');
 });
+
+test.serial("heartbeat ages for the metrics: from renewTime at first sight, then from when a renewal was seen, on the verdicts' clock; a deleted Lease has none", async (t) => {
+  const { h, clock } = judge(Date.parse('2026-01-01T00:00:10Z'));
+  t.deepEqual(h.ages(), []);
+  h.observe(at('2026-01-01T00:00:00.000000Z', 'node-a')); // 10 s old at first sight
+  h.observe(at('2026-01-01T00:00:07.500000Z', 'node-b'));
+  clock.mono += 5000;
+  t.deepEqual(h.ages(), [
+    { node: 'node-a', ageSeconds: 15 },
+    { node: 'node-b', ageSeconds: 7.5 },
+  ]);
+  // A renewal seen now is age 0, whatever its renewTime says (the wall clocks need not agree).
+  h.observe(at('2026-01-01T00:59:00.000000Z', 'node-a'));
+  clock.mono += 1000;
+  t.deepEqual(
+    h.ages().find((a) => a.node === 'node-a'),
+    { node: 'node-a', ageSeconds: 1 },
+  );
+  h.forget(at('2026-01-01T00:59:00.000000Z', 'node-a'));
+  t.deepEqual(
+    h.ages().map((a) => a.node),
+    ['node-b'],
+  );
+  await flush();
+});

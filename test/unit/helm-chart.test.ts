@@ -212,6 +212,31 @@ test("monitoring: none by default; the PrometheusRule is the kustomize component
   t.deepEqual((podMonitor.spec as { selector: unknown }).selector, { matchLabels: { 'app.kubernetes.io/name': 'node-disks-agent' } });
 });
 
+test("dashboards: none by default; the ConfigMap carries kustomize's dashboard JSON as it is, with the sidecar's label, the annotations and its own namespace", async (t) => {
+  t.deepEqual(
+    (await render()).filter((o) => o.kind === 'ConfigMap'),
+    [],
+  );
+  const json = readFileSync(join(REPO_ROOT, 'kustomize/components/grafana-dashboard/nodedisks-dashboard.json'), 'utf8');
+  type ConfigMap = Obj & { data: Record<string, string> };
+  const defaults = (await render(['--set', 'dashboards.enabled=true'])).find((o) => o.kind === 'ConfigMap') as ConfigMap;
+  t.is(key(defaults), 'ConfigMap/node-disks-system/node-disks-dashboard');
+  t.is(defaults.metadata.labels?.grafana_dashboard, '1');
+  t.deepEqual(Object.keys(defaults.data), ['nodedisks-dashboard.json']);
+  t.is(defaults.data['nodedisks-dashboard.json'], json);
+  const cm = (await render(['-f', join(CHART, 'ci', 'everything-values.yaml')])).find((o) => o.kind === 'ConfigMap') as ConfigMap;
+  t.is(key(cm), 'ConfigMap/monitoring/node-disks-dashboard');
+  t.like(cm.metadata.labels, { grafana_dashboard: '1', release: 'prometheus', 'app.kubernetes.io/name': 'node-disks-dashboard', 'example.com/owner': 'platform' });
+  t.deepEqual(cm.metadata.annotations, { grafana_folder: 'NodeDisks', 'example.com/contact': 'platform@example.com' });
+  t.is(cm.data['nodedisks-dashboard.json'], json);
+  // A sidecar configured with a label of its own: the default one removed (null), another one set.
+  const other = (await render(['--set', 'dashboards.enabled=true', '--set', 'dashboards.labels.grafana_dashboard=null', '--set', 'dashboards.labels.team-dashboards=nodedisks'])).find(
+    (o) => o.kind === 'ConfigMap',
+  )!;
+  t.is(other.metadata.labels?.['team-dashboards'], 'nodedisks');
+  t.is(other.metadata.labels?.grafana_dashboard, undefined);
+});
+
 test('controller.replicas above 1 without leader election is refused with the reason', async (t) => {
   const r = await runHelm(helmBin, ['template', 'x', CHART, '--set', 'controller.leaderElection=false']);
   t.not(r.code, 0);
@@ -230,6 +255,9 @@ const refusals: [string, string[], RegExp][] = [
   ['an unknown pull policy', ['--set', 'controller.image.pullPolicy=Sometimes'], /at '\/controller\/image\/pullPolicy'/],
   ['an unknown PodMonitor key', ['--set', 'podMonitor.enable=true'], /at '\/podMonitor': additional properties 'enable' not allowed/],
   ['a runbook base that is not a URL', ['--set', 'prometheusRule.runbookBaseURL=docs/runbooks.md'], /at '\/prometheusRule\/runbookBaseURL'/],
+  ['an unknown dashboards key', ['--set', 'dashboards.enable=true'], /at '\/dashboards': additional properties 'enable' not allowed/],
+  ['a dashboard label value that is not a string', ['--set', 'dashboards.labels.grafana_dashboard=1'], /at '\/dashboards\/labels\/grafana_dashboard': got number, want string/],
+  ['a dashboard namespace that is not a name', ['--set', 'dashboards.namespace=Monitoring'], /at '\/dashboards\/namespace'/],
 ];
 for (const [what, args, message] of refusals) {
   test(`values.schema.json refuses ${what}, naming the key`, async (t) => {

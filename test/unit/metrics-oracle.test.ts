@@ -28,8 +28,22 @@ test("the agent's and the controller's whole /metrics text parse, and promlint f
   agent.disks.set({ phase: 'Available' }, 2);
   agent.scanSeconds.observe(0.02);
   agent.heartbeats.inc({ result: 'renewed' });
-  const controller = controllerMetrics(() => true);
+  // Every gauge computed at scrape gets something to count, so promlint judges its samples too.
+  const controller = controllerMetrics(
+    () => true,
+    () => [
+      {
+        apiVersion: 'localtest.example.com/v1alpha1',
+        kind: 'NodeDisk',
+        metadata: { name: 'node-disk-n1-d1' },
+        spec: { nodeName: 'n1', diskID: 'd1', path: '/d/d1.img', desired: { state: 'Reserved', owner: 'auto' } },
+        status: { node: { phase: 'Reserved', capacityBytes: 2 ** 30 } },
+      },
+    ],
+    () => [{ node: 'n1', ageSeconds: 2.5 }],
+  );
   controller.reconciles.inc({ result: 'success' });
+  controller.apiErrors.inc({ verb: 'PATCH', code: '409' });
   for (const registry of [agent.registry, controller.registry]) {
     const parsed = await parse(await registry.metrics());
     t.is(parsed.error, undefined);

@@ -6,7 +6,9 @@
 import test from 'ava';
 import { Gauge, Registry } from 'prom-client';
 import { agentMetrics } from '../../agent/metrics.ts';
-import type { ConditionStatus, NodeDisk, NodePhase } from '../../api/v1alpha1/types.ts';
+import type { ConditionStatus, DesiredSpec, NodeDisk, NodePhase } from '../../api/v1alpha1/types.ts';
+import { AUTO_OWNER, RECOVERED_OWNER } from '../../api/constants.ts';
+import { claimOwner } from '../../api/owner.ts';
 import { controllerMetrics } from '../../controller/metrics.ts';
 import { startOpsServer } from '../../lib/runtime/server.ts';
 
@@ -107,14 +109,92 @@ test("the controller's NodeDisks gauge counts the cache of the moment of each sc
     () => cache,
   );
   const first = await m.registry.metrics();
-  t.regex(first, /^nodedisks_controller_nodedisks\{node="n1",desired="Available",phase="Available",accepted="True",ready="PhaseMatchesDesired"\} 2$/m);
-  t.regex(first, /^nodedisks_controller_nodedisks\{node="n2",desired="Reserved",phase="Missing",accepted="False",ready="DiskMissing"\} 1$/m);
-  t.regex(first, /^nodedisks_controller_nodedisks\{node="n3",desired="Available",phase="",accepted="",ready=""\} 1$/m);
+  t.regex(first, /^nodedisks_controller_nodedisks\{node="n1",desired="Available",phase="Available",accepted="True",ready="PhaseMatchesDesired",owner="none"\} 2$/m);
+  t.regex(first, /^nodedisks_controller_nodedisks\{node="n2",desired="Reserved",phase="Missing",accepted="False",ready="DiskMissing",owner="manual"\} 1$/m);
+  t.regex(first, /^nodedisks_controller_nodedisks\{node="n3",desired="Available",phase="",accepted="",ready="",owner="none"\} 1$/m);
   cache = [nd('n1', 'Available', 'Available', 'True', 'AgentStale')];
   const second = await m.registry.metrics();
-  t.regex(second, /^nodedisks_controller_nodedisks\{node="n1",desired="Available",phase="Available",accepted="True",ready="AgentStale"\} 1$/m);
+  t.regex(second, /^nodedisks_controller_nodedisks\{node="n1",desired="Available",phase="Available",accepted="True",ready="AgentStale",owner="none"\} 1$/m);
   t.notRegex(second, /node="n2"|ready="PhaseMatchesDesired"/);
   // No NodeDisk (a replica that does not lead gives none): no series, not a stale count.
   cache = [];
   t.notRegex(await m.registry.metrics(), /^nodedisks_controller_nodedisks\{/m);
+});
+
+const disk = (name: string, node: string, desired: DesiredSpec | undefined, phase?: NodePhase, capacityBytes?: number): NodeDisk => ({
+  apiVersion: 'localtest.example.com/v1alpha1',
+  kind: 'NodeDisk',
+  metadata: { name },
+  spec: { nodeName: node, diskID: name, path: `/d/${name}.img`, ...(desired ? { desired } : {}) },
+  ...(phase ? { status: { node: { phase, ...(capacityBytes !== undefined ? { capacityBytes } : {}) } } } : {}),
+});
+
+test("the controller's NodeDisks gauge tells reservations apart by kind of owner (api/owner.ts), never by the owner string", async (t) => {
+  const cache = [
+    disk('a', 'n1', undefined, 'Available'),
+    disk('b', 'n1', { state: 'Reserved', owner: AUTO_OWNER }, 'Reserved'),
+    disk('c', 'n1', { state: 'Reserved', owner: claimOwner('team-a', 'db-0') }, 'Reserved'),
+    disk('d', 'n1', { state: 'Reserved', owner: claimOwner('team-b', 'db-1') }, 'Reserved'),
+    disk('e', 'n1', { state: 'Reserved', owner: RECOVERED_OWNER }, 'Reserved'),
+    disk('f', 'n1', { state: 'Reserved', owner: 'alice' }, 'Reserved'),
+  ];
+  const text = await controllerMetrics(
+    () => true,
+    () => cache,
+  ).registry.metrics();
+  const owners = Object.fromEntries([...text.matchAll(/^nodedisks_controller_nodedisks\{[^}]*owner="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
+  t.deepEqual(owners, { none: 1, policy: 1, claim: 2, recovered: 1, manual: 1 });
+  t.notRegex(text, /team-a|alice/);
+});
+
+test("the controller's capacity gauge sums the reported bytes by node, desired state and phase, at each scrape", async (t) => {
+  const G = 2 ** 30;
+  let cache = [
+    disk('a', 'n1', undefined, 'Available', G),
+    disk('b', 'n1', { state: 'Available' }, 'Available', 2 * G),
+    disk('c', 'n1', { state: 'Reserved', owner: 'auto' }, 'Reserved', 4 * G),
+    disk('d', 'n2', { state: 'Reserved', owner: 'x' }, 'Missing', 8 * G),
+    disk('e', 'n2', undefined), // not reported yet: counted, as 0 bytes
+  ];
+  const m = controllerMetrics(
+    () => true,
+    () => cache,
+  );
+  const first = await m.registry.metrics();
+  t.regex(first, new RegExp(`^nodedisks_controller_nodedisk_capacity_bytes\\{node="n1",desired="Available",phase="Available"\\} ${3 * G}$`, 'm'));
+  t.regex(first, new RegExp(`^nodedisks_controller_nodedisk_capacity_bytes\\{node="n1",desired="Reserved",phase="Reserved"\\} ${4 * G}$`, 'm'));
+  t.regex(first, new RegExp(`^nodedisks_controller_nodedisk_capacity_bytes\\{node="n2",desired="Reserved",phase="Missing"\\} ${8 * G}$`, 'm'));
+  t.regex(first, /^nodedisks_controller_nodedisk_capacity_bytes\{node="n2",desired="Available",phase=""\} 0$/m);
+  cache = [disk('a', 'n1', undefined, 'Available', G)];
+  const second = await m.registry.metrics();
+  t.regex(second, new RegExp(`^nodedisks_controller_nodedisk_capacity_bytes\\{node="n1",desired="Available",phase="Available"\\} ${G}$`, 'm'));
+  t.notRegex(second, /^nodedisks_controller_nodedisk_capacity_bytes\{node="n2"/m);
+});
+
+test("the controller's heartbeat age gauge is the leader's view of each node at each scrape; a node gone has no series", async (t) => {
+  let ages = [
+    { node: 'n1', ageSeconds: 3.5 },
+    { node: 'n2', ageSeconds: 120 },
+  ];
+  const m = controllerMetrics(
+    () => true,
+    () => [],
+    () => ages,
+  );
+  const first = await m.registry.metrics();
+  t.regex(first, /^nodedisks_controller_agent_heartbeat_age_seconds\{node="n1"\} 3\.5$/m);
+  t.regex(first, /^nodedisks_controller_agent_heartbeat_age_seconds\{node="n2"\} 120$/m);
+  ages = [{ node: 'n1', ageSeconds: 1 }];
+  const second = await m.registry.metrics();
+  t.regex(second, /^nodedisks_controller_agent_heartbeat_age_seconds\{node="n1"\} 1$/m);
+  t.notRegex(second, /node="n2"/);
+});
+
+test("the controller's API errors counter has the verb and the code (none: no answer)", async (t) => {
+  const m = controllerMetrics(() => true);
+  m.apiErrors.inc({ verb: 'PATCH', code: '409' });
+  m.apiErrors.inc({ verb: 'GET', code: 'none' });
+  const text = await m.registry.metrics();
+  t.regex(text, /^nodedisks_controller_api_errors_total\{verb="PATCH",code="409"\} 1$/m);
+  t.regex(text, /^nodedisks_controller_api_errors_total\{verb="GET",code="none"\} 1$/m);
 });

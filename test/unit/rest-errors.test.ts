@@ -125,3 +125,29 @@ test.serial('paged lists follow continue tokens to the end', async (t) => {
   for await (const page of client().listPages({ pageSize: 1 })) names.push(...page.items.map((i) => i.metadata.name ?? ''));
   t.deepEqual(names, ['a', 'b']);
 });
+
+test.serial('onError hears each refused request and each one without an answer, not one cancelled by its caller or a success', async (t) => {
+  const heard: string[] = [];
+  const rest = new RestClient(tokenAccess(SERVER, 'secret-token'), { timeoutMs: 100, onError: (verb, err) => heard.push(`${verb} ${err instanceof ApiError ? err.statusCode : err.name}`) });
+  // Kept by with(), as the controller's term clients are made from its process's client.
+  const c = new NodeDiskClient(rest.with({ userAgent: 'x' }));
+  nock(SERVER)
+    .get(NODEDISKS_PATH)
+    .reply(200, { items: [] })
+    .get(NODEDISKS_PATH)
+    .reply(403, status(403, 'Forbidden', 'no'))
+    .get(NODEDISKS_PATH)
+    .delay(2000)
+    .reply(200, { items: [] })
+    .get(NODEDISKS_PATH)
+    .delay(2000)
+    .reply(200, { items: [] });
+  await c.list();
+  await t.throwsAsync(c.list(), { instanceOf: ApiError });
+  await t.throwsAsync(c.list(), { instanceOf: TransportError });
+  const cancelled = new AbortController();
+  const pending = rest.request('GET', NODEDISKS_PATH, { signal: cancelled.signal, timeoutMs: 0 });
+  cancelled.abort();
+  await t.throwsAsync(pending);
+  t.deepEqual(heard, ['GET 403', 'GET TransportError']);
+});
