@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { load } from 'js-yaml';
 import { markerName } from '../../agent/markers.ts';
-import { DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { CONDITION, DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
@@ -225,6 +225,7 @@ const firing = async (alertname: string, node: string) => {
 };
 
 test.serial('an agent stopped with SIGSTOP fires NodeDisksAgentHeartbeatStale for its node; after SIGCONT it clears', async (t) => {
+  t.timeout(4 * DEADLINE_MS, 'each wait has its own deadline; this bounds their sum');
   await eventually('no stale-agent alert while the agent runs', async () => (await active('NodeDisksAgentHeartbeatStale', NODE)) === undefined, DEADLINE_MS);
   await agent.signal('SIGSTOP');
   const stoppedAt = Date.now();
@@ -247,6 +248,7 @@ test.serial('an agent stopped with SIGSTOP fires NodeDisksAgentHeartbeatStale fo
 });
 
 test.serial('a reservation refused (the label asks for a disk reserved by someone else) fires NodeDisksReservationRefused; it clears once the label is removed', async (t) => {
+  t.timeout(4 * DEADLINE_MS, 'each wait has its own deadline; this bounds their sum');
   const name = nodeDiskName(NODE, 'disk1');
   await eventually('no refused-reservation alert yet', async () => (await active('NodeDisksReservationRefused', NODE)) === undefined, DEADLINE_MS);
   await admin().mergePatch(name, { spec: { desired: { state: 'Reserved', owner: 'team-db' } } }, { fieldManager: 'kubectl-patch' });
@@ -255,7 +257,7 @@ test.serial('a reservation refused (the label asks for a disk reserved by someon
   const alert = await eventually('NodeDisksReservationRefused firing', () => firing('NodeDisksReservationRefused', NODE), DEADLINE_MS, 250);
   const fired = Date.now() - labelledAt;
   const nd = await admin().get(name);
-  const accepted = nd.status?.conditions?.find((c) => c.type === 'Accepted');
+  const accepted = nd.status?.conditions?.find((c) => c.type === CONDITION.accepted);
   t.is(accepted?.status, 'False');
   t.is(accepted?.reason, 'ReservedByOther');
   t.is(alert.labels.severity, 'warning');
@@ -306,6 +308,7 @@ async function selectorsHaveSeries(t: { log: (m: string) => void }, what: string
 
 // Declared after the alert tests: the AgentStale and Accepted=False series are theirs.
 test.serial('every vector selector of every alert expression has series in Prometheus: no typo in a metric or label', async (t) => {
+  t.timeout(4 * DEADLINE_MS, 'each wait has its own deadline; this bounds their sum');
   t.is(alertRules.length, 11);
   // Every one of them happened above or in the before hook: Missing (disk2 deleted), Error and marker
   // errors (a directory at disk3's marker), failed heartbeat renewals (the Lease handed away), agent API
@@ -354,6 +357,7 @@ interface Variable {
 }
 
 test.serial('every query of the Grafana dashboard returns series from Prometheus', async (t) => {
+  t.timeout(4 * DEADLINE_MS, 'each wait has its own deadline; this bounds their sum');
   t.true(existsSync(DASHBOARD), `the dashboard ${DASHBOARD} is missing`);
   if (!existsSync(DASHBOARD)) return;
   const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels?: Panel[]; templating?: { list?: Variable[] } };
