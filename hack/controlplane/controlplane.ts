@@ -15,7 +15,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
-import { API_VERSION, DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE, KIND } from '../../api/constants.ts';
+import { API_VERSION, CRD_NAME, DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE, GROUP, KIND } from '../../api/constants.ts';
 import { ensureBinaries, type ControlPlaneBinaries } from './binaries.ts';
 import { ServerProcess } from '../lib/process.ts';
 
@@ -249,17 +249,28 @@ export class ControlPlane {
     for (const dir of dirs) {
       await this.kubectl(this.admin(), ['apply', '--server-side', '-k', dir]);
     }
-    await this.kubectl(this.admin(), ['wait', '--for=condition=Established', '--timeout=60s', 'crd/nodedisks.localtest.example.com']);
+    // The install's CRDs: NodeDisks always, NodeDiskClaims where the kustomization has them.
+    const crds = (await this.kubectl(this.admin(), ['get', 'crd', '-o', 'name'])).split('\n').filter((n) => n.endsWith(`.${GROUP}`));
+    await this.kubectl(this.admin(), [
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      `crd/${CRD_NAME}`,
+      ...crds.filter((n) => n !== `customresourcedefinition.apiextensions.k8s.io/${CRD_NAME}`),
+    ]);
     // Established comes before the resource's storage is serving ("storage is (re)initializing", 429):
     // wait until a list answers, as a client of a freshly installed CRD must.
     const deadline = Date.now() + 30_000;
-    for (;;) {
-      try {
-        await this.kubectl(this.admin(), ['get', 'nodedisks', '-o', 'name']);
-        break;
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-        await sleep(100);
+    for (const crd of crds) {
+      const resource = crd.slice(crd.indexOf('/') + 1);
+      for (;;) {
+        try {
+          await this.kubectl(this.admin(), ['get', resource, '-A', '-o', 'name']);
+          break;
+        } catch (err) {
+          if (Date.now() > deadline) throw err;
+          await sleep(100);
+        }
       }
     }
     await this.waitForPolicies();
