@@ -291,6 +291,7 @@ export class ControlPlane {
       metadata: { name: 'node-disk-policy-probe-disk1' },
       spec: { nodeName: 'policy-probe', diskID: 'disk1', path: `${DEFAULT_DISK_DIR}/disk1.img` },
     };
+    const claimProbe = { ...nodeDisk, spec: { ...nodeDisk.spec, desired: { state: 'Reserved', owner: 'claim:policy-probe/probe' } } };
     const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'node-disks-agent-policy-probe', namespace: ns }, spec: { holderIdentity: 'policy-probe' } };
     const probes = [
       { policy: 'nodedisks-agent.localtest.example.com', sa: 'node-disks-agent', object: nodeDisk },
@@ -299,6 +300,8 @@ export class ControlPlane {
       { policy: 'nodedisks-controller-leases.localtest.example.com', sa: 'node-disks-operator', object: lease },
     ]
       .map(({ policy, sa, object }) => ({ policy: this.objectName(policy), user: `system:serviceaccount:${ns}:${this.objectName(sa)}`, object }))
+      // The claims policy governs everyone but the controller: a person reserving a disk for a claim.
+      .concat([{ policy: this.objectName('nodedisks-claims.localtest.example.com'), user: 'nodedisks-policy-probe', object: claimProbe }])
       .filter((p) => installed.includes(`validatingadmissionpolicybinding.admissionregistration.k8s.io/${p.policy}`));
     const deadline = Date.now() + 30_000;
     for (const probe of probes) {
