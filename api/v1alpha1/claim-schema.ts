@@ -89,7 +89,7 @@ export const nodeDiskClaimSchema: SchemaProps = {
           maxLength: 64,
           'x-kubernetes-validations': [
             { rule: 'isQuantity(self)', message: 'spec.minCapacity must be a Kubernetes quantity such as 32Mi or 1Gi' },
-            { rule: '!isQuantity(self) || quantity(self).sign() >= 0', message: 'spec.minCapacity must not be negative' },
+            { rule: "!isQuantity(self) || !quantity(self).isLessThan(quantity('0'))", message: 'spec.minCapacity must not be negative' },
             immutable('spec.minCapacity'),
           ],
         },
