@@ -59,6 +59,8 @@ export class Binder {
       },
       {
         onUpsert: (c) => this.queue.add(keyOfNamespaced(c)),
+        // Gone: its reconcile finds nothing to do, and a failure it had no longer makes us unready.
+        onDelete: (c) => this.queue.add(keyOfNamespaced(c)),
         onSync: () => {
           for (const key of this.informer.cache.keys()) this.queue.add(key, 'sweep');
         },
