@@ -147,13 +147,15 @@ export const claimPrinterColumns: PrinterColumn[] = [
   { name: 'Message', type: 'string', jsonPath: '.status.message', priority: 1 },
 ];
 
+// No category: the NodeDisk CRD's category is named `nodedisks`, and kubectl expands a category before a
+// plural, so `kubectl get nodedisks NAME` would look for NAME among the claims too.
 export const nodeDiskClaimCRD: CustomResourceDefinition = {
   apiVersion: 'apiextensions.k8s.io/v1',
   kind: 'CustomResourceDefinition',
   metadata: { name: CLAIM_CRD_NAME, labels: { 'app.kubernetes.io/name': 'nodedisks', 'app.kubernetes.io/part-of': 'nodedisks' } },
   spec: {
     group: GROUP,
-    names: { kind: CLAIM_KIND, listKind: CLAIM_LIST_KIND, plural: CLAIM_PLURAL, singular: CLAIM_SINGULAR, shortNames: [CLAIM_SHORT_NAME], categories: ['nodedisks'] },
+    names: { kind: CLAIM_KIND, listKind: CLAIM_LIST_KIND, plural: CLAIM_PLURAL, singular: CLAIM_SINGULAR, shortNames: [CLAIM_SHORT_NAME] },
     scope: 'Namespaced',
     versions: [
       {
