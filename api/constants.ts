@@ -77,3 +77,23 @@ export const MAX_OWNER_LENGTH = 253;
 /** What the CRD accepts as spec.desired.owner (besides ''): what reserve and gitops check --owner against. */
 export const OWNER_PATTERN = '^[A-Za-z0-9]([-A-Za-z0-9_.:@/]*[A-Za-z0-9])?$';
 export const MAX_MESSAGE_LENGTH = 4096;
+
+/** NodeDiskClaim: a team's namespaced request for one disk, which the controller binds to a free NodeDisk. */
+export const CLAIM_KIND = 'NodeDiskClaim';
+export const CLAIM_LIST_KIND = 'NodeDiskClaimList';
+export const CLAIM_PLURAL = 'nodediskclaims';
+export const CLAIM_SINGULAR = 'nodediskclaim';
+export const CLAIM_SHORT_NAME = 'ndc';
+export const CLAIM_CRD_NAME = `${CLAIM_PLURAL}.${GROUP}`;
+
+/**
+ * The controller's finalizer on a claim: "this claim may hold a disk". Removed once the disk is released
+ * (or kept, for reclaimPolicy Retain), so deleting a claim, or its namespace, releases its disk.
+ */
+export const CLAIM_FINALIZER = `${GROUP}/release-disk`;
+
+/** Names of a claim's conditions. */
+export const CLAIM_CONDITION = {
+  bound: 'Bound',
+  ready: 'Ready',
+} as const;

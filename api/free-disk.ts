@@ -21,6 +21,22 @@ export function notFreeBecause(nd: NodeDisk): string | undefined {
   return undefined;
 }
 
+/** Why a disk is not free, as a kind to count by (a claim's Pending line); `other` for any reason not listed. */
+export type NotFreeKind = 'deleting' | 'reserved' | 'labelled' | 'unreported' | 'phase' | 'unsized' | 'other';
+
+/** The kind of what notFreeBecause says about `nd`, or undefined when it is free. */
+export function notFreeKind(nd: NodeDisk): NotFreeKind | undefined {
+  if (notFreeBecause(nd) === undefined) return undefined;
+  if (nd.metadata.deletionTimestamp) return 'deleting';
+  if (nd.spec.desired?.state === 'Reserved') return 'reserved';
+  if (nd.metadata.labels?.[LABEL_AUTO_RESERVE] === AUTO_RESERVE_VALUE) return 'labelled';
+  const node = nd.status?.node;
+  if (!node?.phase) return 'unreported';
+  if (node.phase !== 'Available') return 'phase';
+  if (node.capacityBytes === undefined || node.capacityBytes <= 0) return 'unsized';
+  return 'other';
+}
+
 export interface FreePick {
   /** The first free disk by name, if any. */
   disk: NodeDisk | undefined;

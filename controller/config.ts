@@ -26,7 +26,10 @@ export interface ControllerConfig {
 }
 
 export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ControllerConfig {
-  const parser = daemonFlags(yargs(argv).scriptName('node-disks-operator').usage('$0 [flags]\n\nApplies the auto-reserve label policy to NodeDisks and reports their conditions.'), env)
+  const parser = daemonFlags(
+    yargs(argv).scriptName('node-disks-operator').usage('$0 [flags]\n\nApplies the auto-reserve label policy to NodeDisks, reports their conditions, and binds NodeDiskClaims to free NodeDisks.'),
+    env,
+  )
     .option('leader-elect', { type: 'boolean', default: true, describe: 'Use a Lease so only one replica acts' })
     .option('leader-election-namespace', { type: 'string', default: env.POD_NAMESPACE ?? DEFAULT_SYSTEM_NAMESPACE })
     .option('leader-election-id', { type: 'string', default: 'node-disks-operator.localtest.example.com' })

@@ -17,6 +17,8 @@ export interface ControllerOptions {
   workers: number;
   log: Logger;
   metrics: ControllerMetrics;
+  /** A NodeDisk was added, changed or deleted (the claims binder looks at the claims it concerns). */
+  onNodeDisk?: (name: string) => void;
 }
 
 export class Controller {
@@ -29,7 +31,11 @@ export class Controller {
     this.informer = new Informer<NodeDisk>(
       { list: (l) => o.client.list(l), listText: (l) => o.client.listText(l), watch: (w, s) => o.client.watch(w, s) },
       {
-        onUpsert: (nd) => this.queue.add(nd.metadata.name ?? ''),
+        onUpsert: (nd) => {
+          this.queue.add(nd.metadata.name ?? '');
+          o.onNodeDisk?.(nd.metadata.name ?? '');
+        },
+        onDelete: (nd) => o.onNodeDisk?.(nd.metadata.name ?? ''),
         // A relist looks at every NodeDisk again: a sweep, behind the ones something happened to (a
         // changed object of the relist is an upsert first).
         onSync: () => {

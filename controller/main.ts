@@ -1,4 +1,5 @@
 // node-disks-operator: entry point. Exit codes: 0 after SIGTERM/SIGINT, 2 for bad configuration.
+import { NodeDiskClaimClient } from '../api/claim-client.ts';
 import { NodeDiskClient } from '../api/client.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { TokenBucket } from '../lib/kube/ratelimit.ts';
@@ -7,6 +8,7 @@ import { configuredOrExit, opsServerOrExit, shutdownSignal } from '../lib/runtim
 import { createLogger } from '../lib/runtime/log.ts';
 import { cgroupMemoryLimit, heapProblem } from '../lib/runtime/memory.ts';
 import { parseControllerConfig } from './config.ts';
+import { Binder } from './claims.ts';
 import { Controller } from './controller.ts';
 import { EventRecorder } from './events.ts';
 import { AgentHeartbeats } from './agent-liveness.ts';
@@ -53,16 +55,18 @@ const elector = config.leaderElect
     })
   : undefined;
 
-/** A controller whose every request goes through `termRest`, and the agents' heartbeats it judges staleness by. */
-function newController(termRest: RestClient): { controller: Controller; heartbeats: AgentHeartbeats } {
+/** A controller whose every request goes through `termRest`, its claims binder, and the agents' heartbeats it judges staleness by. */
+function newController(termRest: RestClient): { controller: Controller; binder: Binder; heartbeats: AgentHeartbeats } {
   const client = new NodeDiskClient(termRest);
-  // A node whose heartbeat turned stale or fresh: its disks' Ready condition is decided again.
+  // A node whose heartbeat turned stale or fresh: its disks' Ready condition is decided again, and the
+  // claims that could (not) use them look again.
   const heartbeats: AgentHeartbeats = new AgentHeartbeats({
     rest: termRest,
     namespace: config.agentLeaseNamespace,
     log,
     onChange: (nodes) => {
       for (const [name, nd] of c.informer.cache) if (nodes.has(nd.spec.nodeName)) c.queue.add(name);
+      b.diskChanged();
     },
   });
   const reconciler = new Reconciler({
@@ -74,10 +78,20 @@ function newController(termRest: RestClient): { controller: Controller; heartbea
     firstReportGraceMs: config.firstReportGraceMs,
     heartbeats,
   });
-  const c = new Controller({ client, reconciler, workers: config.workers, log, metrics });
-  return { controller: c, heartbeats };
+  const c = new Controller({ client, reconciler, workers: config.workers, log, metrics, onNodeDisk: (name) => b.diskChanged(name) });
+  const b: Binder = new Binder({
+    claims: new NodeDiskClaimClient(termRest),
+    disks: client,
+    diskInformer: c.informer,
+    heartbeats,
+    staleAfterMs: config.staleAfterMs,
+    workers: config.workers,
+    log: log.with({ loop: 'claims' }),
+  });
+  return { controller: c, binder: b, heartbeats };
 }
 let controller: Controller | undefined;
+let binder: Binder | undefined;
 let heartbeats: AgentHeartbeats | undefined;
 
 const ops = await opsServerOrExit({
@@ -87,7 +101,7 @@ const ops = await opsServerOrExit({
   // A standby is ready when it could take over (it reaches the lease); the leader when it can do the work.
   readyz: () => {
     if (elector && !elector.isLeader) return elector.problem;
-    return controller ? (controller.readiness() ?? heartbeats?.readiness()) : 'starting';
+    return controller ? (controller.readiness() ?? binder?.readiness() ?? heartbeats?.readiness()) : 'starting';
   },
 });
 log.info('controller started', { httpPort: ops.port, leaderElect: config.leaderElect, workers: config.workers, kubeApiQps: config.kubeApiQps, kubeApiBurst: config.kubeApiBurst });
@@ -107,8 +121,8 @@ if (elector) {
       term.abort(); // found out here first (a frozen process wakes): end the whole term at once
       throw new NotLeaderError();
     };
-    ({ controller, heartbeats } = newController(workRest.with({ signal: term.signal, gate })));
-    const running = Promise.all([controller.run(term.signal), heartbeats.run(term.signal)]);
+    ({ controller, binder, heartbeats } = newController(workRest.with({ signal: term.signal, gate })));
+    const running = Promise.all([controller.run(term.signal), binder.run(term.signal), heartbeats.run(term.signal)]);
     await elector.hold(AbortSignal.any([stopping, term.signal]));
     term.abort();
     await running;
@@ -119,8 +133,8 @@ if (elector) {
     log.warn('lost leadership; stopped all work and standing by');
   }
 } else {
-  ({ controller, heartbeats } = newController(workRest.with({ signal: stopping })));
-  await Promise.all([controller.run(stopping), heartbeats.run(stopping)]);
+  ({ controller, binder, heartbeats } = newController(workRest.with({ signal: stopping })));
+  await Promise.all([controller.run(stopping), binder.run(stopping), heartbeats.run(stopping)]);
 }
 await ops.close();
 log.info('stopped');

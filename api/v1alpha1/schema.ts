@@ -36,6 +36,7 @@ export interface SchemaProps {
   required?: readonly string[];
   properties?: Record<string, SchemaProps>;
   items?: SchemaProps;
+  additionalProperties?: SchemaProps;
   'x-kubernetes-list-type'?: 'atomic' | 'set' | 'map';
   'x-kubernetes-list-map-keys'?: readonly string[];
   'x-kubernetes-validations'?: readonly ({ rule: string; reason?: string; fieldPath?: string } & ({ message: string } | { messageExpression: string }))[];
@@ -63,7 +64,7 @@ export interface CustomResourceDefinition {
       storage: boolean;
       subresources: { status: Record<string, never> };
       additionalPrinterColumns: PrinterColumn[];
-      selectableFields: { jsonPath: string }[];
+      selectableFields?: { jsonPath: string }[];
       schema: { openAPIV3Schema: SchemaProps };
     }[];
   };
@@ -72,7 +73,7 @@ export interface CustomResourceDefinition {
 const immutable = (field: string) => ({ rule: 'self == oldSelf', message: `${field} is immutable`, reason: 'FieldValueForbidden' });
 
 /** metav1.Condition, as kubebuilder renders it (descriptions in our words). */
-const conditionSchema: SchemaProps = {
+export const conditionSchema: SchemaProps = {
   type: 'object',
   description: "One aspect of the NodeDisk's state, in the standard Kubernetes condition shape (metav1.Condition).",
   required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],

@@ -15,7 +15,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
-import { API_VERSION, DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE, KIND } from '../../api/constants.ts';
+import { API_VERSION, CRD_NAME, DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE, GROUP, KIND } from '../../api/constants.ts';
 import { ensureBinaries, type ControlPlaneBinaries } from './binaries.ts';
 import { ServerProcess } from '../lib/process.ts';
 
@@ -249,17 +249,28 @@ export class ControlPlane {
     for (const dir of dirs) {
       await this.kubectl(this.admin(), ['apply', '--server-side', '-k', dir]);
     }
-    await this.kubectl(this.admin(), ['wait', '--for=condition=Established', '--timeout=60s', 'crd/nodedisks.localtest.example.com']);
+    // The install's CRDs: NodeDisks always, NodeDiskClaims where the kustomization has them.
+    const crds = (await this.kubectl(this.admin(), ['get', 'crd', '-o', 'name'])).split('\n').filter((n) => n.endsWith(`.${GROUP}`));
+    await this.kubectl(this.admin(), [
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      `crd/${CRD_NAME}`,
+      ...crds.filter((n) => n !== `customresourcedefinition.apiextensions.k8s.io/${CRD_NAME}`),
+    ]);
     // Established comes before the resource's storage is serving ("storage is (re)initializing", 429):
     // wait until a list answers, as a client of a freshly installed CRD must.
     const deadline = Date.now() + 30_000;
-    for (;;) {
-      try {
-        await this.kubectl(this.admin(), ['get', 'nodedisks', '-o', 'name']);
-        break;
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-        await sleep(100);
+    for (const crd of crds) {
+      const resource = crd.slice(crd.indexOf('/') + 1);
+      for (;;) {
+        try {
+          await this.kubectl(this.admin(), ['get', resource, '-A', '-o', 'name']);
+          break;
+        } catch (err) {
+          if (Date.now() > deadline) throw err;
+          await sleep(100);
+        }
       }
     }
     await this.waitForPolicies();
@@ -280,6 +291,7 @@ export class ControlPlane {
       metadata: { name: 'node-disk-policy-probe-disk1' },
       spec: { nodeName: 'policy-probe', diskID: 'disk1', path: `${DEFAULT_DISK_DIR}/disk1.img` },
     };
+    const claimProbe = { ...nodeDisk, spec: { ...nodeDisk.spec, desired: { state: 'Reserved', owner: 'claim:policy-probe/probe' } } };
     const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'node-disks-agent-policy-probe', namespace: ns }, spec: { holderIdentity: 'policy-probe' } };
     const probes = [
       { policy: 'nodedisks-agent.localtest.example.com', sa: 'node-disks-agent', object: nodeDisk },
@@ -288,6 +300,8 @@ export class ControlPlane {
       { policy: 'nodedisks-controller-leases.localtest.example.com', sa: 'node-disks-operator', object: lease },
     ]
       .map(({ policy, sa, object }) => ({ policy: this.objectName(policy), user: `system:serviceaccount:${ns}:${this.objectName(sa)}`, object }))
+      // The claims policy governs everyone but the controller: a person reserving a disk for a claim.
+      .concat([{ policy: this.objectName('nodedisks-claims.localtest.example.com'), user: 'nodedisks-policy-probe', object: claimProbe }])
       .filter((p) => installed.includes(`validatingadmissionpolicybinding.admissionregistration.k8s.io/${p.policy}`));
     const deadline = Date.now() + 30_000;
     for (const probe of probes) {

@@ -1,8 +1,9 @@
 // Copies the parts of the install that the chart takes verbatim from kustomize/ into
-// charts/node-disks-manager/files/ (`npm run generate`): the CRD (itself generated from api/), the
-// admission policies, the RBAC, the alerts (a PrometheusRule) and the Grafana dashboard (itself generated from
-// hack/dashboards/). The chart's templates read them with .Files.Get and add only Helm's labels, the keep annotation,
-// the namespace and the disk dir (docs/adr/0031-helm-chart.md). `--check` exits non-zero when a copy differs, naming the fix.
+// charts/node-disks-manager/files/ (`npm run generate`): the two CRDs (themselves generated from api/), the
+// admission policies, the RBAC, the alerts (a PrometheusRule) and the Grafana dashboard (itself generated
+// from hack/dashboards/). The chart's templates read them with .Files.Get and add only Helm's labels, the
+// keep annotation, the namespace and the disk dir (docs/adr/0031-helm-chart.md). `--check` exits non-zero
+// when a copy differs, naming the fix.
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { load } from 'js-yaml';
@@ -22,6 +23,7 @@ function resources(dir: string): string[] {
  */
 export const CHART_FILES: Record<string, string> = {
   'files/crd.yaml': 'kustomize/crd/bases/localtest.example.com_nodedisks.yaml',
+  'files/crd-claims.yaml': 'kustomize/crd/bases/localtest.example.com_nodediskclaims.yaml',
   ...Object.fromEntries(resources('kustomize/policies').map((f) => [`files/policies/${f}`, `kustomize/policies/${f}`])),
   ...Object.fromEntries(resources('kustomize/rbac').map((f) => [`files/rbac/${f}`, `kustomize/rbac/${f}`])),
   'files/monitoring/prometheusrule.yaml': 'kustomize/components/prometheus-operator/prometheusrule.yaml',

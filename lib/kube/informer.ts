@@ -54,6 +54,13 @@ export interface InformerOptions<T = unknown> {
    * memory is that of the fields used, not of whole objects. The list's page is dropped right after.
    */
   transform?: (obj: T) => T;
+  /** The cache key of an object: its name by default; `namespace/name` for a namespaced resource (keyOfNamespaced). */
+  key?: (obj: T) => string;
+}
+
+/** The cache key of a namespaced object, as client-go's MetaNamespaceKeyFunc: `namespace/name`. */
+export function keyOfNamespaced(obj: { metadata: ObjectMeta }): string {
+  return `${obj.metadata.namespace ?? ''}/${obj.metadata.name ?? ''}`;
 }
 
 export class Informer<T extends KubeObject> {
@@ -62,16 +69,18 @@ export class Informer<T extends KubeObject> {
   private lastError: Error | undefined;
   /** Whether lastError came from a watch: only a healthy watch clears it, not the relist before it. */
   private watchFailing = false;
-  private readonly o: Required<Omit<InformerOptions<T>, 'transform'>>;
+  private readonly o: Required<Omit<InformerOptions<T>, 'transform' | 'key'>>;
   private readonly transform: (obj: T) => T;
+  private readonly keyOf: (obj: T) => string;
   private readonly source: InformerSource<T>;
   private readonly handlers: InformerHandlers<T>;
 
   constructor(source: InformerSource<T>, handlers: InformerHandlers<T>, o: InformerOptions<T>) {
     this.source = source;
     this.handlers = handlers;
-    const { transform, ...rest } = o;
+    const { transform, key, ...rest } = o;
     this.transform = transform ?? ((obj) => obj);
+    this.keyOf = key ?? ((obj) => obj.metadata.name ?? '');
     this.o = {
       pageSize: 500,
       watchTimeoutSeconds: 300,
@@ -103,7 +112,7 @@ export class Informer<T extends KubeObject> {
    */
   storeOwnWrite(obj: T): T {
     const o = this.transform(obj);
-    const name = o.metadata.name ?? '';
+    const name = this.keyOf(o);
     const cached = this.cache.get(name);
     if (cached && isOlder(o, cached)) return cached;
     this.cache.set(name, o);
@@ -173,7 +182,10 @@ export class Informer<T extends KubeObject> {
     const seen = new Map<string, T>();
     let rv = '';
     for await (const page of this.pages()) {
-      for (const item of page.items) seen.set(item.metadata.name ?? '', this.transform(item));
+      for (const item of page.items) {
+        const obj = this.transform(item);
+        seen.set(this.keyOf(obj), obj);
+      }
       rv = page.metadata.resourceVersion ?? rv;
     }
     const listedAt = { metadata: { resourceVersion: rv } };
@@ -246,7 +258,7 @@ export class Informer<T extends KubeObject> {
         rv = ev.object.metadata.resourceVersion ?? rv;
         if (ev.type === 'BOOKMARK') continue;
         const obj = this.transform(ev.object);
-        const name = obj.metadata.name ?? '';
+        const name = this.keyOf(obj);
         const old = this.cache.get(name);
         // Older than what is cached: the owner stored its own, newer write (storeOwnWrite); a late event
         // must not take the cache back in time, nor a late DELETED drop an object re-created since.

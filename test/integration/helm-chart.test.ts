@@ -145,8 +145,9 @@ test.serial('helm upgrade with changed values changes the install and keeps the 
 test.serial('helm uninstall removes the install and keeps the CRD and every NodeDisk', async (t) => {
   const before = await getJson<{ metadata: { uid: string } }>(['nodedisk', 'node-disk-helm-node-a-disk1']);
   const out = await run(['uninstall', 'node-disks-manager', '-n', NS]);
-  t.regex(out, /These resources were kept due to the resource policy:\n\[CustomResourceDefinition\] nodedisks\.localtest\.example\.com/);
-  await kubectl(['get', 'crd', 'nodedisks.localtest.example.com']);
+  t.regex(out, /These resources were kept due to the resource policy:\n(\[.*\n)*\[CustomResourceDefinition\] nodedisks\.localtest\.example\.com\n/);
+  t.regex(out, /These resources were kept due to the resource policy:\n(\[.*\n)*\[CustomResourceDefinition\] nodediskclaims\.localtest\.example\.com\n/);
+  await kubectl(['get', 'crd', 'nodedisks.localtest.example.com', 'nodediskclaims.localtest.example.com']);
   const after = await getJson<{ metadata: { uid: string } }>(['nodedisk', 'node-disk-helm-node-a-disk1']);
   t.is(after.metadata.uid, before.metadata.uid);
   for (const gone of [

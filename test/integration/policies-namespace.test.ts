@@ -140,3 +140,18 @@ test('the real agent and controller work with the tokens of storage-team: discov
   });
   t.is(released.spec.desired?.owner, undefined);
 });
+
+test('the controller of this namespace reserves a disk for a claim and releases it; nobody else changes that reservation', async (t) => {
+  const cp = controlPlane();
+  const disk = newNodeDisk('ns-node-claim', 'disk1');
+  await nodeDisksFor(await cp.agent('ns-node-claim')).create(disk, { fieldManager: FIELD_MANAGER.agent });
+  const controller = nodeDisksFor(await cp.controller());
+  await controller.apply({ ...meta(disk.metadata.name!), spec: { desired: { state: 'Reserved', owner: 'claim:team-a/db' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });
+  const person = await denied(
+    t,
+    nodeDisksFor(cp.admin()).apply({ ...meta(disk.metadata.name!), spec: { desired: { state: 'Available', owner: '' } } }, { fieldManager: FIELD_MANAGER.plugin, force: true }),
+  );
+  t.regex(person.message, /ValidatingAdmissionPolicy 'nodedisks-claims\.localtest\.example\.com'.*reserved for NodeDiskClaim team-a\/db: only the controller changes that reservation/);
+  const released = await controller.apply({ ...meta(disk.metadata.name!), spec: { desired: { state: 'Available' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });
+  t.deepEqual(released.spec.desired, { state: 'Available' });
+});

@@ -196,7 +196,7 @@ test("the controller's token cannot release or re-own a reservation of another o
   t.is(release.statusCode, 403);
   t.regex(
     release.message,
-    /ValidatingAdmissionPolicy 'nodedisks-controller\.localtest\.example\.com'.*the controller may move spec\.desired only between Available and Reserved for owner auto \(the label policy\), not from Reserved for owner team-db to Available: a reservation of another owner is released or handed over by people only/,
+    /ValidatingAdmissionPolicy 'nodedisks-controller\.localtest\.example\.com'.*the controller may move spec\.desired only between Available and Reserved for owner auto \(the label policy\) or for a claim \(owner claim:<namespace>\/<name>\), not from Reserved for owner team-db to Available: a reservation of another owner is released or handed over by people only/,
   );
   const releaseByPatch = await denied(t, controller.mergePatch(name, { spec: { desired: { state: 'Available', owner: null } } }, { fieldManager: FIELD_MANAGER.controller }));
   t.regex(releaseByPatch.message, /not from Reserved for owner team-db to Available/);
@@ -204,6 +204,9 @@ test("the controller's token cannot release or re-own a reservation of another o
   t.regex(reown.message, /not from Reserved for owner team-db to Reserved for owner auto: a reservation of another owner/);
   const handOver = await denied(t, controller.apply({ ...meta(name), spec: { desired: { state: 'Reserved', owner: 'mallory' } } }, asController));
   t.regex(handOver.message, /not from Reserved for owner team-db to Reserved for owner mallory/);
+  // Nor take a person's disk for a claim.
+  const toClaim = await denied(t, controller.apply({ ...meta(name), spec: { desired: { state: 'Reserved', owner: 'claim:team-a/db' } } }, asController));
+  t.regex(toClaim.message, /not from Reserved for owner team-db to Reserved for owner claim:team-a\/db: a reservation of another owner/);
   const strip = await denied(t, controller.mergePatch(name, { metadata: { finalizers: null } }, { fieldManager: FIELD_MANAGER.controller }));
   t.regex(strip.message, /the controller may not change finalizers; the reservation protection belongs to the node agent/);
   const annotate = await denied(t, controller.mergePatch(name, { metadata: { annotations: { 'example.com/x': 'y' } } }, { fieldManager: FIELD_MANAGER.controller }));
@@ -383,4 +386,23 @@ test.serial('the viewer can list but not reserve; the editor reserves and releas
   t.is(release.code, 0, release.stderr);
   const nobody = await plugin(['list', '--as', 'nobody-at-all']);
   t.is(nobody.code, 4);
+});
+
+// The claims binder's boundary (ADR 34): a free disk to a claim and back, nothing else.
+test("the controller's token reserves a free disk for a claim and releases it, but no labelled disk, nor one claim's disk for another", async (t) => {
+  const cp = controlPlane();
+  const agent = nodeDisksFor(await cp.agent('node-claim'));
+  const [free, labelled] = [newNodeDisk('node-claim', 'disk1'), newNodeDisk('node-claim', 'disk2')];
+  for (const d of [free, labelled]) await agent.create(d, { fieldManager: FIELD_MANAGER.agent });
+  await nodeDisksFor(cp.admin()).mergePatch(labelled.metadata.name!, { metadata: { labels: { [LABEL_AUTO_RESERVE]: 'true' } } }, { fieldManager: FIELD_MANAGER.plugin });
+  const controller = nodeDisksFor(await cp.controller());
+  const asController = { fieldManager: FIELD_MANAGER.controller, force: true } as const;
+  const forClaim = (owner: string) => ({ desired: { state: 'Reserved' as const, owner } });
+  await controller.apply({ ...meta(free.metadata.name!), spec: forClaim('claim:team-a/db') }, asController);
+  const moved = await denied(t, controller.apply({ ...meta(free.metadata.name!), spec: forClaim('claim:team-b/db') }, asController));
+  t.regex(moved.message, /not from Reserved for owner claim:team-a\/db to Reserved for owner claim:team-b\/db/);
+  const released = await controller.apply({ ...meta(free.metadata.name!), spec: { desired: { state: 'Available' } } }, asController);
+  t.deepEqual(released.spec.desired, { state: 'Available' });
+  const taken = await denied(t, controller.apply({ ...meta(labelled.metadata.name!), spec: forClaim('claim:team-a/db') }, asController));
+  t.regex(taken.message, /a disk labelled localtest\.example\.com\/auto-reserve=true is the label policy's, not a claim's/);
 });

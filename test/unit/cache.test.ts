@@ -2,12 +2,14 @@
 // the Ready condition verdict, the status and the writes' identity read must come out the same from the lean
 // copy as from the whole object; what nothing reads (managedFields first) must be gone.
 import test from 'ava';
-import { AUTO_OWNER, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { AUTO_OWNER, LABEL_AUTO_RESERVE, LABEL_DISK, LABEL_NODE } from '../../api/constants.ts';
+import type { NodeDiskClaimSpec } from '../../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { leanNodeDisk } from '../../controller/cache.ts';
+import { boundStatus, misfit } from '../../controller/claim-fit.ts';
 import { controllerStatus, readyCondition } from '../../controller/conditions.ts';
 import { decide } from '../../controller/policy.ts';
-import { fullNodeDisk } from '../../hack/lib/nodedisks.ts';
+import { fullNodeDisk, newClaim } from '../../hack/lib/nodedisks.ts';
 
 /** A whole object as the API server returns it: managedFields of three managers, annotations, labels. */
 function asServed(change: (nd: NodeDisk) => void = () => {}): NodeDisk {
@@ -43,6 +45,14 @@ const variants: [string, NodeDisk][] = [
   ['disk missing', asServed((nd) => ((nd.status!.node!.phase = 'Missing'), (nd.status!.node!.message = 'gone')))],
 ];
 
+const claimSpecs: NodeDiskClaimSpec[] = [
+  {},
+  { selector: { matchLabels: { [LABEL_NODE]: 'node-a' } } },
+  { selector: { matchExpressions: [{ key: LABEL_DISK, operator: 'NotIn', values: ['disk1'] }] } },
+  { nodeName: 'node-a', minCapacity: '32Mi' },
+  { diskName: 'node-disk-node-a-disk1' },
+];
+
 for (const [name, full] of variants) {
   test(`the lean copy decides, reports and identifies its writes as the whole object does: ${name}`, (t) => {
     const lean = leanNodeDisk(full);
@@ -57,14 +67,21 @@ for (const [name, full] of variants) {
     t.is(lean.spec.nodeName, full.spec.nodeName);
     t.is(lean.spec.path, full.spec.path);
     t.deepEqual(lean.status, full.status);
+    // A claim's fit, its selector over any label above all, and the status it would get.
+    const ctx = { now, staleAfterMs: 15 * 60_000 };
+    for (const spec of claimSpecs) {
+      const claim = newClaim('team-a', 'db', spec);
+      t.is(misfit(claim, lean, ctx), misfit(claim, full, ctx), JSON.stringify(spec));
+      t.deepEqual(boundStatus(claim, lean, ctx, new Date(now)), boundStatus(claim, full, ctx, new Date(now)));
+    }
   });
 }
 
-test('the lean copy drops managedFields, annotations and the labels the policy does not read', (t) => {
+test('the lean copy drops managedFields and annotations', (t) => {
   const full = asServed((nd) => (nd.metadata.labels![LABEL_AUTO_RESERVE] = 'true'));
   const lean = leanNodeDisk(full);
   t.is(lean.metadata.managedFields, undefined);
   t.is(lean.metadata.annotations, undefined);
-  t.deepEqual(lean.metadata.labels, { [LABEL_AUTO_RESERVE]: 'true' });
+  t.deepEqual(lean.metadata.labels, full.metadata.labels);
   t.true(JSON.stringify(lean).length < JSON.stringify(full).length / 2, `${JSON.stringify(lean).length} of ${JSON.stringify(full).length} bytes kept`);
 });

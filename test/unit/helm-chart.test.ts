@@ -84,10 +84,13 @@ test('with default values the chart is kustomize/default: same objects, same spe
   const ns = kust.get('Namespace//node-disks-system');
   t.truthy(ns);
   kust.delete('Namespace//node-disks-system');
-  // The CRD carries Helm's keep annotation, which kustomize's has no use for.
-  const crd = chart.find((o) => o.kind === 'CustomResourceDefinition')!;
-  t.is(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
-  delete crd.metadata.annotations;
+  // The CRDs carry Helm's keep annotation, which kustomize's have no use for.
+  const crds = chart.filter((o) => o.kind === 'CustomResourceDefinition');
+  t.deepEqual(crds.map((c) => c.metadata.name).sort(), ['nodediskclaims.localtest.example.com', 'nodedisks.localtest.example.com']);
+  for (const crd of crds) {
+    t.is(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
+    delete crd.metadata.annotations;
+  }
   t.deepEqual(drift(chart, kust), []);
   t.true(chart.length >= 19, `${chart.length} objects`);
   // Every object carries Helm's labels (so `helm` and its users can find what a release installed).

@@ -4,7 +4,7 @@ import test from 'ava';
 import nock from 'nock';
 import { NodeDiskClient, NODEDISKS_PATH } from '../../api/client.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { Informer } from '../../lib/kube/informer.ts';
+import { Informer, keyOfNamespaced } from '../../lib/kube/informer.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { tokenAccess } from './_access.ts';
 import { Backoff } from '../../lib/runtime/backoff.ts';
@@ -232,4 +232,28 @@ test.serial('a page laid out otherwise is still listed whole: the token read fro
   // The wrong guess was asked for and dropped (its failure is no unhandled rejection: ava would fail).
   t.deepEqual(calls, ['ask -', 'ask decoy', 'ask c1', 'item a', 'item b', 'item c']);
   t.deepEqual(names, ['a', 'b', 'c']);
+});
+
+test('a namespaced resource is cached by namespace/name: same names in two namespaces are two objects', async (t) => {
+  const claim = (namespace: string, rv: string) => ({ metadata: { name: 'db', namespace, resourceVersion: rv } });
+  const upserts: string[] = [];
+  const stop = new AbortController();
+  const inf = new Informer<{ metadata: { name: string; namespace: string; resourceVersion: string } }>(
+    {
+      list: async () => ({ metadata: { resourceVersion: '3' }, items: [claim('team-a', '1'), claim('team-b', '2')] }),
+      watch: async function* (_o, signal) {
+        yield { type: 'MODIFIED' as const, object: claim('team-a', '4') };
+        await new Promise((r) => signal.addEventListener('abort', r, { once: true }));
+      },
+    },
+    { onUpsert: (o) => upserts.push(`${keyOfNamespaced(o)}@${o.metadata.resourceVersion}`) },
+    { log: silent, key: keyOfNamespaced },
+  );
+  const done = inf.run(stop.signal);
+  await until(() => upserts.length === 3);
+  stop.abort();
+  await done;
+  t.deepEqual(upserts, ['team-a/db@1', 'team-b/db@2', 'team-a/db@4']);
+  t.deepEqual([...inf.cache.keys()].sort(), ['team-a/db', 'team-b/db']);
+  t.is(inf.cache.get('team-b/db')?.metadata.resourceVersion, '2');
 });

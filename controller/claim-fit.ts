@@ -1,0 +1,194 @@
+// What the claims binder decides, as pure functions of a claim and the NodeDisks it sees: which disks fit
+// a claim and, when none does, why not in one line a scheduler would write ("0/9 disks fit: 4 reserved,
+// 3 smaller than 32Mi, 2 on nodes whose agent is stale"); and the claim's status from the disk it holds.
+// See docs/adr/0034-node-disk-claims.md.
+import { CLAIM_CONDITION, CLAIM_OWNER_PREFIX } from '../api/constants.ts';
+import { type NotFreeKind, notFreeKind } from '../api/free-disk.ts';
+import { quantityBytes } from '../api/quantity.ts';
+import type { LabelSelector, NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
+import type { Condition, ConditionStatus, NodeDisk } from '../api/v1alpha1/types.ts';
+import type { AgentLiveness } from './agent-liveness.ts';
+
+/** Why a disk does not fit a claim: it is not the one asked for, or not free (api/free-disk.ts), or too small, or its agent is stale. */
+export type Misfit = 'other-disk' | 'other-node' | 'selector' | NotFreeKind | 'too-small' | 'stale';
+
+export interface FitContext {
+  now: number;
+  /** For a node with no heartbeat Lease: a report older than this is stale (as the Ready condition judges). */
+  staleAfterMs: number;
+  liveness?: (node: string) => AgentLiveness;
+}
+
+/** Whether `labels` satisfy a metav1.LabelSelector (all of matchLabels and matchExpressions). */
+export function matchesSelector(selector: LabelSelector | undefined, labels: Record<string, string> | undefined): boolean {
+  if (!selector) return true;
+  const l = labels ?? {};
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (l[k] !== v) return false;
+  for (const e of selector.matchExpressions ?? []) {
+    const has = Object.hasOwn(l, e.key);
+    const values = e.values ?? [];
+    if (e.operator === 'In' && !(has && values.includes(l[e.key]!))) return false;
+    if (e.operator === 'NotIn' && has && values.includes(l[e.key]!)) return false;
+    if (e.operator === 'Exists' && !has) return false;
+    if (e.operator === 'DoesNotExist' && has) return false;
+  }
+  return true;
+}
+
+/** Whether the agent that reports `nd` is stale: its heartbeat Lease expired, or with none, its report is old. */
+export function agentStale(nd: NodeDisk, ctx: FitContext): boolean {
+  const liveness = ctx.liveness?.(nd.spec.nodeName);
+  if (liveness?.kind === 'stale') return true;
+  if (liveness?.kind === 'alive') return false;
+  const seen = Date.parse(nd.status?.node?.lastSeenTime ?? '');
+  return !Number.isNaN(seen) && ctx.now - seen > ctx.staleAfterMs;
+}
+
+/** Why `nd` cannot serve `claim`, or undefined when it fits. */
+export function misfit(claim: NodeDiskClaim, nd: NodeDisk, ctx: FitContext): Misfit | undefined {
+  const spec = claim.spec ?? {};
+  if (spec.diskName !== undefined && spec.diskName !== nd.metadata.name) return 'other-disk';
+  if (spec.nodeName !== undefined && spec.nodeName !== nd.spec.nodeName) return 'other-node';
+  if (!matchesSelector(spec.selector, nd.metadata.labels)) return 'selector';
+  const notFree = notFreeKind(nd);
+  if (notFree !== undefined) return notFree;
+  const min = spec.minCapacity !== undefined ? quantityBytes(spec.minCapacity) : undefined;
+  if (min !== undefined && (nd.status?.node?.capacityBytes ?? 0) < min) return 'too-small';
+  if (agentStale(nd, ctx)) return 'stale';
+  return undefined;
+}
+
+function misfitWords(m: Misfit, claim: NodeDiskClaim): string {
+  switch (m) {
+    case 'other-disk':
+      return `not ${claim.spec.diskName}`;
+    case 'other-node':
+      return `on other nodes than ${claim.spec.nodeName}`;
+    case 'selector':
+      return 'not matching the selector';
+    case 'deleting':
+      return 'being deleted';
+    case 'reserved':
+      return 'reserved';
+    case 'labelled':
+      return 'labelled for the label policy';
+    case 'unreported':
+      return 'not reported by their agent yet';
+    case 'phase':
+      return 'not Available on their node';
+    case 'unsized':
+      return 'empty or of unknown size';
+    case 'other':
+      return 'not free';
+    case 'too-small':
+      return `smaller than ${claim.spec.minCapacity}`;
+    case 'stale':
+      return 'on nodes whose agent is stale';
+  }
+}
+
+/** The Pending line: `0/<all> disks fit: <count> <why>, …`, the largest count first. */
+export function pendingMessage(claim: NodeDiskClaim, total: number, counts: ReadonlyMap<Misfit, number>): string {
+  if (total === 0) return '0/0 disks fit: there are no NodeDisks';
+  const parts = [...counts].map(([m, n]) => ({ n, words: misfitWords(m, claim) })).sort((a, b) => b.n - a.n || a.words.localeCompare(b.words));
+  return `0/${total} disks fit: ${parts.map((p) => `${p.n} ${p.words}`).join(', ')}`;
+}
+
+/** The claim `namespace/name` a NodeDisk's owner names, if it is a claim's. */
+export function claimKeyOfOwner(owner: string | undefined): string | undefined {
+  return owner?.startsWith(CLAIM_OWNER_PREFIX) ? owner.slice(CLAIM_OWNER_PREFIX.length) : undefined;
+}
+
+export interface ReadyVerdict {
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+}
+
+/** Whether the disk a claim holds is ready for use: its marker is on the node, as its agent reports. */
+export function claimReady(nd: NodeDisk, ctx: FitContext): ReadyVerdict {
+  const node = nd.status?.node;
+  const where = `on node ${nd.spec.nodeName}`;
+  if (node?.phase && agentStale(nd, ctx)) return { status: 'Unknown', reason: 'AgentStale', message: `the node agent ${where} is stale; its report (${node.phase}) may be out of date` };
+  if (node?.phase === 'Reserved') return { status: 'True', reason: 'MarkerOnNode', message: `the reservation marker of ${nd.spec.path} is ${where}` };
+  if (node?.phase === 'Missing') return { status: 'False', reason: 'DiskMissing', message: `disk image ${nd.spec.path} is missing ${where}` };
+  if (node?.phase === 'Error') return { status: 'False', reason: 'AgentError', message: node.message || `the node agent ${where} reports an error` };
+  return { status: 'False', reason: 'WaitingForMarker', message: `waiting for the node agent ${where} to write the reservation marker (it reports ${node?.phase ?? 'nothing yet'})` };
+}
+
+function condition(prev: Condition[] | undefined, type: string, v: ReadyVerdict, generation: number, now: string): Condition {
+  const old = prev?.find((c) => c.type === type);
+  return { type, status: v.status, observedGeneration: generation, lastTransitionTime: old && old.status === v.status ? old.lastTransitionTime : now, reason: v.reason, message: v.message };
+}
+
+const timestamp = (now: Date) => now.toISOString().replace(/\.\d+Z$/, 'Z');
+
+/** Status of a claim that holds `nd`. */
+export function boundStatus(claim: NodeDiskClaim, nd: NodeDisk, ctx: FitContext, now: Date): NodeDiskClaimStatus {
+  const generation = claim.metadata.generation ?? 0;
+  const prev = claim.status?.conditions;
+  const ts = timestamp(now);
+  const ready = claimReady(nd, ctx);
+  const name = nd.metadata.name ?? '';
+  const capacity = nd.status?.node?.capacityBytes;
+  return {
+    phase: 'Bound',
+    diskName: name,
+    nodeName: nd.spec.nodeName,
+    path: nd.spec.path,
+    ...(capacity !== undefined ? { capacityBytes: capacity } : {}),
+    ...(ready.status !== 'True' ? { message: ready.message } : {}),
+    observedGeneration: generation,
+    conditions: [
+      condition(prev, CLAIM_CONDITION.bound, { status: 'True', reason: 'Bound', message: `bound to NodeDisk ${name} on node ${nd.spec.nodeName}` }, generation, ts),
+      condition(prev, CLAIM_CONDITION.ready, ready, generation, ts),
+    ],
+  };
+}
+
+/** Status of a claim no disk fits. */
+export function pendingStatus(claim: NodeDiskClaim, message: string, now: Date): NodeDiskClaimStatus {
+  const generation = claim.metadata.generation ?? 0;
+  return {
+    phase: 'Pending',
+    message,
+    observedGeneration: generation,
+    conditions: [condition(claim.status?.conditions, CLAIM_CONDITION.bound, { status: 'False', reason: 'NoDiskFits', message }, generation, timestamp(now))],
+  };
+}
+
+/** Status of a claim that was bound and whose disk is gone (`why`), kept where it was so people can find it. */
+export function lostStatus(claim: NodeDiskClaim, why: string, now: Date): NodeDiskClaimStatus {
+  const generation = claim.metadata.generation ?? 0;
+  const s = claim.status ?? {};
+  const prev = s.conditions;
+  const ts = timestamp(now);
+  const lost: ReadyVerdict = { status: 'False', reason: 'DiskGone', message: why };
+  return {
+    phase: 'Lost',
+    ...(s.diskName !== undefined ? { diskName: s.diskName } : {}),
+    ...(s.nodeName !== undefined ? { nodeName: s.nodeName } : {}),
+    ...(s.path !== undefined ? { path: s.path } : {}),
+    ...(s.capacityBytes !== undefined ? { capacityBytes: s.capacityBytes } : {}),
+    message: why,
+    observedGeneration: generation,
+    conditions: [condition(prev, CLAIM_CONDITION.bound, lost, generation, ts), condition(prev, CLAIM_CONDITION.ready, lost, generation, ts)],
+  };
+}
+
+/** Whether `have` already says what `want` says (write only on change). */
+export function sameClaimStatus(have: NodeDiskClaimStatus | undefined, want: NodeDiskClaimStatus): boolean {
+  if (!have) return false;
+  const norm = (s: NodeDiskClaimStatus) =>
+    JSON.stringify([
+      s.phase,
+      s.diskName,
+      s.nodeName,
+      s.path,
+      s.capacityBytes,
+      s.message ?? '',
+      s.observedGeneration,
+      (s.conditions ?? []).map((c) => [c.type, c.status, c.reason, c.message, c.observedGeneration, c.lastTransitionTime]).sort(),
+    ]);
+  return norm(have) === norm(want);
+}

@@ -1,0 +1,288 @@
+// The claims binder: binds each NodeDiskClaim to one free NodeDisk that fits, as the PersistentVolume
+// binder binds a PVC, and releases the disk when the claim is deleted (docs/adr/0034-node-disk-claims.md).
+//
+// - The truth of a binding is the disk's owner: a NodeDisk reserved for `claim:<namespace>/<name>` is that
+//   claim's, whatever the claim's status says (so a restarted controller finds its bindings where it left
+//   them, and never hands a disk to two claims).
+// - Binding is a server-side apply of spec.desired {Reserved, owner} conditional on the resourceVersion the
+//   disk was chosen from: if anyone (a person, the label policy, another claim) wrote the disk since, the
+//   API server refuses it and the claim chooses again from a fresh read (ADR 11).
+// - Idempotent: status is computed from the claim and the disks, and written only when it differs.
+// - A finalizer on the claim: its deletion (or its namespace's) releases the disk, unless reclaimPolicy is
+//   Retain.
+import type { NodeDiskClaimClient } from '../api/claim-client.ts';
+import type { NodeDiskClient } from '../api/client.ts';
+import { API_VERSION, CLAIM_FINALIZER, CLAIM_KIND, FIELD_MANAGER, KIND } from '../api/constants.ts';
+import { claimOwner } from '../api/owner.ts';
+import type { NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
+import type { NodeDisk } from '../api/v1alpha1/types.ts';
+import { isApiError, isStaleVersionConflict } from '../lib/kube/errors.ts';
+import { Informer, keyOfNamespaced } from '../lib/kube/informer.ts';
+import { WorkQueue } from '../lib/kube/workqueue.ts';
+import type { Logger } from '../lib/runtime/log.ts';
+import type { AgentHeartbeats } from './agent-liveness.ts';
+import { boundStatus, claimKeyOfOwner, type FitContext, lostStatus, type Misfit, misfit, pendingMessage, pendingStatus, sameClaimStatus } from './claim-fit.ts';
+
+export interface BinderOptions {
+  claims: NodeDiskClaimClient;
+  disks: NodeDiskClient;
+  /** The controller's NodeDisk informer: the binder reads its cache and stores its own writes in it. */
+  diskInformer: Informer<NodeDisk>;
+  heartbeats?: Pick<AgentHeartbeats, 'hasSynced' | 'liveness'>;
+  /** For a node with no heartbeat Lease: a report older than this is stale. */
+  staleAfterMs: number;
+  workers: number;
+  log: Logger;
+}
+
+/** Disks tried, each from a fresh read after a conflict, before the claim goes back to the queue. */
+const MAX_ATTEMPTS = 5;
+
+export class Binder {
+  readonly queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 5 * 60_000 });
+  readonly informer: Informer<NodeDiskClaim>;
+  private readonly o: BinderOptions;
+  /** Disks a worker is binding right now: the other workers choose another one rather than collide. */
+  private readonly inFlight = new Set<string>();
+  /** NodeDisks changed since the last flush (one pass over the claims for all of them). */
+  private readonly changedDisks = new Set<string>();
+  private anyDiskChanged = false;
+  private flushScheduled = false;
+  private failing: { key: string; error: string } | undefined;
+
+  constructor(o: BinderOptions) {
+    this.o = o;
+    this.informer = new Informer<NodeDiskClaim>(
+      {
+        list: (l) => o.claims.list(undefined, l),
+        watch: (w, s) => o.claims.watch(undefined, w, s),
+      },
+      {
+        onUpsert: (c) => this.queue.add(keyOfNamespaced(c)),
+        // Gone: its reconcile finds nothing to do, and a failure it had no longer makes us unready.
+        onDelete: (c) => this.queue.add(keyOfNamespaced(c)),
+        onSync: () => {
+          for (const key of this.informer.cache.keys()) this.queue.add(key, 'sweep');
+        },
+      },
+      { log: o.log.with({ loop: 'claims-informer' }), key: keyOfNamespaced },
+    );
+  }
+
+  /**
+   * A NodeDisk changed (or is gone): the claim it is reserved for, the claim whose status names it, and
+   * every claim without a disk look again, once per tick for all the disks that changed together.
+   */
+  diskChanged(name?: string): void {
+    if (name !== undefined) this.changedDisks.add(name);
+    this.anyDiskChanged = true;
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const changed = new Set(this.changedDisks);
+    this.changedDisks.clear();
+    const any = this.anyDiskChanged;
+    this.anyDiskChanged = false;
+    const owners = new Set<string>();
+    for (const name of changed) {
+      const key = claimKeyOfOwner(this.o.diskInformer.cache.get(name)?.spec.desired?.owner);
+      if (key !== undefined) owners.add(key);
+    }
+    for (const [key, c] of this.informer.cache) {
+      const bound = c.status?.phase === 'Bound' || c.status?.phase === 'Lost';
+      if ((any && !bound) || owners.has(key) || (c.status?.diskName !== undefined && changed.has(c.status.diskName))) this.queue.add(key);
+    }
+  }
+
+  readiness(): string | undefined {
+    if (!this.informer.hasSynced) return `claims informer not synced${this.informer.error ? `: ${this.informer.error.message}` : ''}`;
+    if (this.informer.error) return `cannot list or watch NodeDiskClaims: ${this.informer.error.message}`;
+    if (this.failing) return `the last write for claim ${this.failing.key} failed: ${this.failing.error}`;
+    return undefined;
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const informerDone = this.informer.run(signal);
+    signal.addEventListener('abort', () => this.queue.shutDown(), { once: true });
+    const workers = Array.from({ length: this.o.workers }, () => this.worker(signal));
+    await Promise.all([informerDone, ...workers]);
+  }
+
+  private async worker(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      try {
+        const again = await this.reconcile(key);
+        this.queue.forget(key);
+        if (this.failing?.key === key) this.failing = undefined;
+        if (again !== undefined) this.queue.addAfter(key, again);
+      } catch (err) {
+        if (signal.aborted) return;
+        if (isApiError(err, 404)) {
+          this.queue.forget(key);
+        } else {
+          this.failing = { key, error: (err as Error).message };
+          const delay = this.queue.addRateLimited(key);
+          this.o.log.warn('claim reconcile failed; retrying', { claim: key, error: (err as Error).message, retryInMs: delay });
+        }
+      } finally {
+        this.queue.done(key);
+      }
+    }
+  }
+
+  private ctx(): FitContext {
+    const hb = this.o.heartbeats;
+    return { now: Date.now(), staleAfterMs: this.o.staleAfterMs, ...(hb ? { liveness: (node: string) => hb.liveness(node) } : {}) };
+  }
+
+  /** The disks reserved for `owner`, by name. */
+  private held(owner: string): NodeDisk[] {
+    const out: NodeDisk[] = [];
+    for (const nd of this.o.diskInformer.cache.values()) if (nd.spec.desired?.state === 'Reserved' && nd.spec.desired.owner === owner) out.push(nd);
+    return out.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+  }
+
+  /** One claim; returns ms after which to look again, if it should. */
+  async reconcile(key: string): Promise<number | undefined> {
+    const claim = this.informer.cache.get(key);
+    if (!claim) return undefined;
+    // Nothing is judged before both caches are known: a disk would look free, or a binding gone.
+    if (!this.o.diskInformer.hasSynced || (this.o.heartbeats && !this.o.heartbeats.hasSynced)) return 1000;
+    const ns = claim.metadata.namespace ?? '';
+    const name = claim.metadata.name ?? '';
+    const owner = claimOwner(ns, name);
+    let held = this.held(owner);
+
+    if (claim.metadata.deletionTimestamp) {
+      if (!claim.metadata.finalizers?.includes(CLAIM_FINALIZER)) return undefined;
+      if (claim.spec?.reclaimPolicy !== 'Retain') for (const nd of held) await this.release(nd, `claim ${key} deleted`);
+      else if (held.length > 0) this.o.log.info('claim deleted with reclaimPolicy Retain: its disk stays reserved', { claim: key, nodeDisk: held[0]!.metadata.name });
+      await this.setFinalizer(claim, false);
+      return undefined;
+    }
+    if (!claim.metadata.finalizers?.includes(CLAIM_FINALIZER)) await this.setFinalizer(claim, true);
+
+    // One disk per claim: a second one (a bind whose answer was lost, then tried again) goes back.
+    if (held.length > 1) {
+      const keep = held.find((nd) => nd.metadata.name === claim.status?.diskName) ?? held[0]!;
+      for (const nd of held) if (nd !== keep) await this.release(nd, `claim ${key} holds ${keep.metadata.name} already`);
+      held = [keep];
+    }
+
+    const ctx = this.ctx();
+    const now = new Date(ctx.now);
+    let status: NodeDiskClaimStatus;
+    if (held.length === 1) {
+      status = boundStatus(claim, held[0]!, ctx, now);
+    } else if (claim.status?.phase === 'Bound' || claim.status?.phase === 'Lost') {
+      // A binding is never moved to another disk by itself: the data is on the one it had.
+      const was = claim.status.diskName ?? '';
+      const nd = this.o.diskInformer.cache.get(was);
+      const why = nd ? `NodeDisk ${was} is no longer reserved for this claim (its owner is ${nd.spec.desired?.owner || 'none'})` : `NodeDisk ${was} is gone`;
+      status = lostStatus(claim, why, now);
+    } else {
+      const bound = await this.bind(claim, owner, ctx);
+      if (bound.disk) status = boundStatus(claim, bound.disk, ctx, now);
+      else if (bound.retryMs !== undefined) return bound.retryMs;
+      else status = pendingStatus(claim, bound.message, now);
+    }
+    if (!sameClaimStatus(claim.status, status)) {
+      const updated = await this.o.claims.applyStatus({ apiVersion: API_VERSION, kind: CLAIM_KIND, metadata: { name, namespace: ns }, status }, { fieldManager: FIELD_MANAGER.controller });
+      this.informer.storeOwnWrite(updated);
+      if (status.phase !== claim.status?.phase) this.o.log.info(`claim ${status.phase}`, { claim: key, nodeDisk: status.diskName, message: status.message });
+    }
+    return undefined;
+  }
+
+  /**
+   * Reserves a disk that fits for `owner`, or says why none does. `retryMs` when the only fitting disks are
+   * being bound by other workers right now (look again soon rather than write Pending for a moment).
+   */
+  private async bind(claim: NodeDiskClaim, owner: string, ctx: FitContext): Promise<{ disk?: NodeDisk; message: string; retryMs?: number }> {
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const counts = new Map<Misfit, number>();
+      const fitting: NodeDisk[] = [];
+      let total = 0;
+      for (const nd of this.o.diskInformer.cache.values()) {
+        total++;
+        const m = misfit(claim, nd, ctx);
+        if (m === undefined) fitting.push(nd);
+        else counts.set(m, (counts.get(m) ?? 0) + 1);
+      }
+      // In name order, so a node's disks are handed out in a predictable order (as reserve does).
+      fitting.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+      const pick = fitting.find((nd) => !this.inFlight.has(nd.metadata.name ?? ''));
+      if (!pick) {
+        if (fitting.length > 0) return { message: '', retryMs: 100 };
+        return { message: pendingMessage(claim, total, counts) };
+      }
+      const diskName = pick.metadata.name ?? '';
+      this.inFlight.add(diskName);
+      try {
+        // force: the default Available belongs to the agent (ADR 4); the resourceVersion keeps force from
+        // taking a disk anyone wrote since it was chosen.
+        const updated = await this.o.disks.apply(
+          { apiVersion: API_VERSION, kind: KIND, metadata: { name: diskName, resourceVersion: pick.metadata.resourceVersion }, spec: { desired: { state: 'Reserved', owner } } },
+          { fieldManager: FIELD_MANAGER.controller, force: true },
+        );
+        const stored = this.o.diskInformer.storeOwnWrite(updated);
+        this.o.log.info('claim bound', { claim: keyOfNamespaced(claim), nodeDisk: diskName, node: pick.spec.nodeName });
+        return { disk: stored, message: '' };
+      } catch (err) {
+        if (!isStaleVersionConflict(err) && !isApiError(err, 404)) throw err;
+        this.o.log.debug('the NodeDisk changed since it was chosen; choosing again', { claim: keyOfNamespaced(claim), nodeDisk: diskName, attempt });
+        await this.refresh(diskName);
+      } finally {
+        this.inFlight.delete(diskName);
+      }
+    }
+    return { message: '', retryMs: 200 };
+  }
+
+  /** A fresh read of a disk into the cache (a write found it changed): the next choice sees what won. */
+  private async refresh(name: string): Promise<NodeDisk | undefined> {
+    try {
+      return this.o.diskInformer.storeOwnWrite(await this.o.disks.get(name));
+    } catch (err) {
+      if (!isApiError(err, 404)) throw err;
+      this.o.diskInformer.cache.delete(name);
+      return undefined;
+    }
+  }
+
+  /** Back to Available with no owner, conditional on the version read: a disk someone else took is left alone. */
+  private async release(nd: NodeDisk, why: string): Promise<void> {
+    let current: NodeDisk | undefined = nd;
+    for (let attempt = 1; current && attempt <= MAX_ATTEMPTS; attempt++) {
+      if (current.spec.desired?.owner !== nd.spec.desired?.owner || current.spec.desired?.state !== 'Reserved') return;
+      const name = current.metadata.name ?? '';
+      try {
+        const updated = await this.o.disks.apply(
+          { apiVersion: API_VERSION, kind: KIND, metadata: { name, resourceVersion: current.metadata.resourceVersion }, spec: { desired: { state: 'Available' } } },
+          { fieldManager: FIELD_MANAGER.controller, force: true },
+        );
+        this.o.diskInformer.storeOwnWrite(updated);
+        this.o.log.info('claim released its disk', { nodeDisk: name, why });
+        return;
+      } catch (err) {
+        if (isApiError(err, 404)) return;
+        if (!isStaleVersionConflict(err)) throw err;
+        current = await this.refresh(name);
+      }
+    }
+    if (current) throw new Error(`could not release NodeDisk ${current.metadata.name}: it kept changing`);
+  }
+
+  /** Adds or removes the controller's finalizer, by server-side apply of it alone (other finalizers stay). */
+  private async setFinalizer(claim: NodeDiskClaim, present: boolean): Promise<void> {
+    const metadata = { name: claim.metadata.name ?? '', namespace: claim.metadata.namespace ?? '', ...(present ? { finalizers: [CLAIM_FINALIZER] } : {}) };
+    const updated = await this.o.claims.apply({ apiVersion: API_VERSION, kind: CLAIM_KIND, metadata }, { fieldManager: FIELD_MANAGER.controller });
+    if (present || updated.metadata.finalizers?.length) this.informer.storeOwnWrite(updated);
+  }
+}

@@ -1,0 +1,62 @@
+import test from 'ava';
+import { CLAIM_OWNER_PREFIX, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { nodeDiskName } from '../../api/names.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { matchesSelector, type Misfit, misfit, pendingMessage } from '../../controller/claim-fit.ts';
+import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';
+
+const now = Date.parse('2026-01-02T03:04:05Z');
+const ctx = { now, staleAfterMs: 60_000 };
+
+function disk(node: string, id: string, o: { bytes?: number; owner?: string; seen?: number; labels?: Record<string, string> } = {}): NodeDisk {
+  const nd = newNodeDisk(node, id);
+  nd.metadata.labels = { ...nd.metadata.labels, ...o.labels };
+  if (o.owner) nd.spec.desired = { state: 'Reserved', owner: o.owner };
+  nd.status = { node: { phase: o.owner ? 'Reserved' : 'Available', capacityBytes: o.bytes ?? 64 * 2 ** 20, lastSeenTime: new Date(o.seen ?? now).toISOString() } };
+  return nd;
+}
+
+test('a free disk that is big enough fits; each reason it would not is told apart', (t) => {
+  const claim = newClaim('team-a', 'db', { minCapacity: '32Mi' });
+  t.is(misfit(claim, disk('n1', 'd1'), ctx), undefined);
+  t.is(misfit(claim, disk('n1', 'd2', { owner: 'alice' }), ctx), 'reserved');
+  t.is(misfit(claim, disk('n1', 'd3', { bytes: 2 ** 20 }), ctx), 'too-small');
+  t.is(misfit(claim, disk('n1', 'd4', { seen: now - 120_000 }), ctx), 'stale');
+  t.is(misfit(claim, disk('n1', 'd5', { labels: { [LABEL_AUTO_RESERVE]: 'true' } }), ctx), 'labelled');
+  t.is(misfit(claim, disk('n1', 'd6'), { ...ctx, liveness: () => ({ kind: 'stale', lease: 'l', renewTime: 'r', durationSeconds: 1 }) }), 'stale');
+  t.is(misfit(claim, disk('n1', 'd7', { seen: now - 120_000 }), { ...ctx, liveness: () => ({ kind: 'alive' }) }), undefined, 'a fresh heartbeat outweighs an old report');
+  t.is(misfit(newClaim('a', 'b', { nodeName: 'n2' }), disk('n1', 'd1'), ctx), 'other-node');
+  t.is(misfit(newClaim('a', 'b', { diskName: nodeDiskName('n1', 'd9') }), disk('n1', 'd1'), ctx), 'other-disk');
+  t.is(misfit(newClaim('a', 'b', { selector: { matchLabels: { tier: 'fast' } } }), disk('n1', 'd1'), ctx), 'selector');
+  t.is(misfit(newClaim('a', 'b', { selector: { matchLabels: { tier: 'fast' } } }), disk('n1', 'd1', { labels: { tier: 'fast' } }), ctx), undefined);
+});
+
+test('label selectors: matchLabels and the four operators, all must hold', (t) => {
+  const l = { a: '1', b: '2' };
+  t.true(matchesSelector(undefined, l));
+  t.true(matchesSelector({}, l));
+  t.true(matchesSelector({ matchLabels: { a: '1' }, matchExpressions: [{ key: 'b', operator: 'In', values: ['2', '3'] }] }, l));
+  t.false(matchesSelector({ matchLabels: { a: '2' } }, l));
+  t.false(matchesSelector({ matchExpressions: [{ key: 'b', operator: 'NotIn', values: ['2'] }] }, l));
+  t.true(matchesSelector({ matchExpressions: [{ key: 'c', operator: 'NotIn', values: ['2'] }] }, l));
+  t.true(matchesSelector({ matchExpressions: [{ key: 'a', operator: 'Exists' }] }, l));
+  t.false(matchesSelector({ matchExpressions: [{ key: 'c', operator: 'Exists' }] }, l));
+  t.true(matchesSelector({ matchExpressions: [{ key: 'c', operator: 'DoesNotExist' }] }, l));
+  t.false(matchesSelector({ matchExpressions: [{ key: 'c', operator: 'In', values: ['1'] }] }, l));
+});
+
+test("the Pending line is the scheduler's: all disks, then the counts by reason, the largest first", (t) => {
+  const claim = newClaim('team-a', 'db', { minCapacity: '32Mi' });
+  const counts = new Map<Misfit, number>([
+    ['stale', 2],
+    ['reserved', 4],
+    ['too-small', 3],
+  ]);
+  t.is(pendingMessage(claim, 9, counts), '0/9 disks fit: 4 reserved, 3 smaller than 32Mi, 2 on nodes whose agent is stale');
+  t.is(pendingMessage(claim, 0, new Map()), '0/0 disks fit: there are no NodeDisks');
+  t.is(pendingMessage(newClaim('a', 'b', { nodeName: 'n2' }), 3, new Map([['other-node', 3]])), '0/3 disks fit: 3 on other nodes than n2');
+});
+
+test('a disk reserved for another claim is reserved', (t) => {
+  t.is(misfit(newClaim('a', 'b'), disk('n1', 'd1', { owner: `${CLAIM_OWNER_PREFIX}a/c` }), ctx), 'reserved');
+});
