@@ -1,4 +1,7 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import test from 'ava';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { allPanels, formatValue, gnuplotScript, legend, substitute, type Dashboard } from '../../hack/pictures/dashboard-plot.ts';
 
 test('template variables are replaced in both spellings and unknown ones are left as written', (t) => {
@@ -56,4 +59,15 @@ test('every panel, rows included, is drawn at its grid position, a stat panel wi
   // The stat panel sits at the left of the second grid row: x 0, its top 1 + 1 rows down, 4 rows high.
   t.regex(script, /set origin 0\.0000,0\.4545\nset size 0\.5000,0\.3636/);
   t.regex(script, /set origin 0\.5000,0\.4545/);
+});
+
+test("the README's dashboard picture shows every panel of the dashboard as it is now (npm run pictures:dashboard draws it again)", async (t) => {
+  const dash = JSON.parse(await readFile(join(REPO_ROOT, 'kustomize/components/grafana-dashboard/nodedisks-dashboard.json'), 'utf8')) as Dashboard;
+  const svg = await readFile(join(REPO_ROOT, 'docs/pictures/dashboard.svg'), 'utf8');
+  const drawn = new Set([...svg.matchAll(/<tspan[^>]*>([^<]*)<\/tspan>/g)].map((m) => m[1]));
+  const missing = allPanels(dash)
+    .map((p) => p.title ?? '')
+    .filter((title) => !drawn.has(title.replace(/&/g, '&amp;').replace(/</g, '&lt;')));
+  t.deepEqual(missing, [], 'panels missing from docs/pictures/dashboard.svg: run npm run pictures:dashboard');
+  t.true((await readFile(join(REPO_ROOT, 'README.md'), 'utf8')).includes('(docs/pictures/dashboard.svg)'));
 });
