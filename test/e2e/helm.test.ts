@@ -279,9 +279,9 @@ test.serial(
     const stoppedAt = Date.now();
     let alert: Alert;
     try {
-      // The install's Lease lasts 240 s, and its liveness probe (every 20 s, three failures) restarts a
-      // stopped agent within about a minute and a half: with the shipped timing a stopped agent is
-      // restarted, never stale. So the Lease the stopped agent last wrote is given 10 s (the agent's own
+      // The install's Lease lasts 240 s, and its liveness probe (every 20 s, three failures, then a 15 s
+      // grace period) restarts a stopped agent within about 75 s: with the shipped timing a stopped agent
+      // is restarted, never stale. So the Lease the stopped agent last wrote is given 10 s (the agent's own
       // next renewal writes 240 again): the controller judges it expired, from its own record of the last
       // renewal, while the process is still stopped.
       await k(['-n', NS, 'patch', 'lease', lease, '--type=merge', '-p', '{"spec":{"leaseDurationSeconds":10}}']);
