@@ -273,8 +273,10 @@ test.serial(
     t.regex(await sh('cat', [`/proc/${pid}/cmdline`]), /node-disks-agent\.mjs/, 'the PID is the agent program');
     const restartsBefore = await restarts(agent!.name);
     const lease = heartbeatLeaseName(M02);
-    const duration = await k(['-n', NS, 'get', 'lease', lease, '-o', 'jsonpath={.spec.leaseDurationSeconds}']);
+    const leaseSpec = () => k(['-n', NS, 'get', 'lease', lease, '-o', 'jsonpath={.spec.leaseDurationSeconds} {.spec.renewTime}']);
+    const [duration, renewedBefore] = (await leaseSpec()).split(' ');
     t.is(duration, '240', 'the install renews every 60 s, and the Lease lasts four periods');
+    const agentUp = async () => (await prom!.query(`up{job="node-disks-agent",node="${M02}"}`))[0]?.value?.[1];
     process.kill(pid, 'SIGSTOP');
     const stoppedAt = Date.now();
     let alert: Alert;
@@ -291,6 +293,9 @@ test.serial(
         () => active('NodeDisksAgentHeartbeatStale', M02),
         (a) => a?.state === 'firing',
       )) as Alert;
+      // Stopped indeed: its /metrics does not answer, and it has not renewed since.
+      await until("m02's agent target down", MINUTES, agentUp, (v) => v === '0');
+      t.is((await leaseSpec()).split(' ')[1], renewedBefore, 'no renewal while stopped');
     } finally {
       process.kill(pid, 'SIGCONT');
     }
@@ -313,7 +318,10 @@ test.serial(
       (a) => a === undefined,
     );
     const cleared = Date.now() - resumedAt;
-    t.is(await k(['-n', NS, 'get', 'lease', lease, '-o', 'jsonpath={.spec.leaseDurationSeconds}']), '240');
+    const [durationAfter, renewedAfter] = (await leaseSpec()).split(' ');
+    t.is(durationAfter, '240', "the agent's renewal wrote the install's duration again");
+    t.not(renewedAfter, renewedBefore);
+    await until("m02's agent target up again", MINUTES, agentUp, (v) => v === '1');
     t.is(await restarts(agent!.name), restartsBefore, 'the stopped process itself resumed (its liveness probe did not restart it)');
     await until('every NodeDisk is Ready again', 2 * MINUTES, readiness, allReady);
     t.log(`stale-agent alert firing ${fired} ms after SIGSTOP (Lease given 10 s, for: ${SHORT_FOR}), cleared ${cleared} ms after SIGCONT; test ${((Date.now() - t0) / 1000).toFixed(1)} s`);
