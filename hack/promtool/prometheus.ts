@@ -1,13 +1,22 @@
 // A real Prometheus server (the pinned Debian build beside promtool, ./promtool.ts) for the scrape tests:
 // on 127.0.0.1, with its config, rules and TSDB in a temp dir of its own, run under lifeline.sh (it dies
-// with the test process) and stopped by its PID.
+// with the test process) and stopped by its PID. For the local cluster (hack/cluster) it runs inside one
+// of the cluster's network namespaces, where the pods' host-network ports are, and its HTTP API is
+// reached as the cluster reaches its API server: a relay in that namespace from a unix socket in the
+// server's dir, and a forwarder on the host's 127.0.0.1 to that socket (nothing of the host's network changes).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { dump } from 'js-yaml';
+import { splice } from '../cluster/splice.ts';
 import { freePort } from '../controlplane/controlplane.ts';
 import { ServerProcess } from '../lib/process.ts';
 import { ensurePromtool, prometheusDir } from './promtool.ts';
+
+const ENTER = fileURLToPath(new URL('../cluster/enter.sh', import.meta.url));
+const RELAY = fileURLToPath(new URL('../cluster/relay.ts', import.meta.url));
 
 export interface ScrapeJob {
   job: string;
@@ -21,6 +30,11 @@ export interface PrometheusOptions {
   groups?: unknown[];
   /** Scrape and rule evaluation interval (default 1s). */
   interval?: string;
+  /**
+   * Run inside this network namespace (/run/netns/<name>) of the local cluster, joining its cgroup
+   * `cgroup` (so the cluster's teardown would end it too), instead of on the host's 127.0.0.1.
+   */
+  netns?: { name: string; cgroup: string };
 }
 
 /** What Prometheus' HTTP API answers under `data` for a query. */
@@ -44,13 +58,15 @@ export class Prometheus {
   readonly url: string;
   readonly dir: string;
   private readonly proc: ServerProcess;
+  private readonly reach: Reach | undefined;
   /** How long the last start took until /-/ready answered, in ms. */
   startedInMs = 0;
 
-  private constructor(dir: string, port: number, proc: ServerProcess) {
+  private constructor(dir: string, port: number, proc: ServerProcess, reach?: Reach) {
     this.dir = dir;
-    this.url = `http://127.0.0.1:${port}`;
+    this.url = `http://127.0.0.1:${reach?.port ?? port}`;
     this.proc = proc;
+    this.reach = reach;
   }
 
   /** Starts Prometheus and waits until it is ready (TSDB open, rules loaded, scraping). */
@@ -70,16 +86,22 @@ export class Prometheus {
     let lastError: Error | undefined;
     // A port picked free can be taken before Prometheus binds it: then it exits, and we try another.
     for (let attempt = 0; attempt < BOOT_ATTEMPTS; attempt++) {
+      // Free on the host; in a cluster namespace, only likely so (the retry covers it).
       const port = await freePort();
       const proc = new ServerProcess('prometheus', join(dir, 'prometheus.log'));
       const started = Date.now();
-      proc.start(join(prometheusDir(), 'prometheus'), [
+      const argv = [
+        join(prometheusDir(), 'prometheus'),
         `--config.file=${join(dir, 'prometheus.yml')}`,
         `--storage.tsdb.path=${join(dir, 'data')}`,
         `--web.listen-address=127.0.0.1:${port}`,
         '--log.level=info',
-      ]);
-      const p = new Prometheus(dir, port, proc);
+      ];
+      // enter.sh execs nsenter, which execs Prometheus: lifeline's child is the server itself.
+      if (o.netns) proc.start(ENTER, [o.netns.cgroup, `netns:${o.netns.name}`, ...argv]);
+      else proc.start(argv[0]!, argv.slice(1));
+      const reach = o.netns ? await Reach.start(dir, o.netns, port) : undefined;
+      const p = new Prometheus(dir, port, proc, reach);
       try {
         await p.waitReady(60_000);
         p.startedInMs = Date.now() - started;
@@ -87,6 +109,7 @@ export class Prometheus {
       } catch (err) {
         lastError = err as Error;
         await proc.stop();
+        await reach?.stop();
         if (!/address already in use/.test(proc.logsOfThisRun())) break;
       }
     }
@@ -153,9 +176,47 @@ export class Prometheus {
     return json.data.activeTargets;
   }
 
-  /** Stops the server (SIGTERM to its PID, SIGKILL after 10 s) and removes its dir. */
+  /** Stops the server (SIGTERM to its PID, SIGKILL after 10 s) and its relay, and removes its dir. */
   async stop(): Promise<void> {
     await this.proc.stop();
+    await this.reach?.stop();
     await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The way in from the host to a server in a namespace: host 127.0.0.1:<port> -> unix socket -> (namespace) 127.0.0.1:<target>. */
+class Reach {
+  readonly port: number;
+  private readonly relay: ServerProcess;
+  private readonly server: Server;
+  private readonly sockets: Set<Socket>;
+
+  private constructor(port: number, relay: ServerProcess, server: Server, sockets: Set<Socket>) {
+    this.port = port;
+    this.relay = relay;
+    this.server = server;
+    this.sockets = sockets;
+  }
+
+  static async start(dir: string, netns: { name: string; cgroup: string }, target: number): Promise<Reach> {
+    const socket = join(dir, 'api.sock');
+    const relay = new ServerProcess('prometheus-relay', join(dir, 'relay.log'));
+    relay.start(ENTER, [netns.cgroup, `netns:${netns.name}`, process.execPath, RELAY, socket, '127.0.0.1', String(target)]);
+    // fetch keeps connections alive: closing the forwarder ends them, or close() would wait for them.
+    const sockets = new Set<Socket>();
+    const server = createServer((client) => {
+      sockets.add(client);
+      client.on('close', () => sockets.delete(client));
+      splice(client, createConnection(socket));
+    });
+    const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+    return new Reach(port, relay, server, sockets);
+  }
+
+  async stop(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const s of this.sockets) s.destroy();
+    await closed;
+    await this.relay.stop();
   }
 }

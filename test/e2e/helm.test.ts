@@ -2,17 +2,22 @@
 // `--install=none` (images imported, disks seeded, no NodeDisks), then the seed's `make images-load` (into
 // this cluster, not minikube) and `make helm-install` with the locally built images, the seed's walk-through, `helm upgrade` with changed values, `helm test`
 // (the chart's hook Pod waits for a disk that went missing, and passes once it is back), `helm rollback`
-// to revision 1 and `make helm-uninstall`, every reservation and marker kept throughout. One cluster for
+// to revision 1 and `make helm-uninstall`, every reservation and marker kept throughout. Between the
+// walk-through and the upgrade, a real Prometheus scrapes the release's pods with the shipped alerts: an
+// agent stopped with SIGSTOP and a refused reservation fire their alerts, which clear again. One cluster for
 // the whole file; the tests run in order and each leaves the reservations it documents for the next.
 import test from 'ava';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { readSysctls, sh } from '../../hack/cluster/host.ts';
-import { DISK_DIR, NODE_NAMES, nodeSpec } from '../../hack/cluster/topology.ts';
+import { CP_CGROUP, DISK_DIR, NODE_NAMES, nodeSpec, SWITCH_NS } from '../../hack/cluster/topology.ts';
 import { assertNothingLeft, clusterEnv, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
 import { ensureHelm, helm, runHelm } from '../../hack/helm/helm.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { Prometheus, type Alert } from '../../hack/promtool/prometheus.ts';
+import { SHORT_FOR, shippedRuleGroups, withShortFor } from '../../hack/promtool/rules.ts';
+import { heartbeatLeaseName } from '../../api/heartbeat-lease.ts';
 import { FINALIZER, LABEL, MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
 
 const RELEASE = 'node-disks-manager';
@@ -26,6 +31,7 @@ const before = await readSysctls();
 let run: Run | undefined;
 let kubectl = '';
 let helmBin = '';
+let prom: Prometheus | undefined;
 const { k, ndName, seedLine, markers, allMarkers, reservations, reserve, pods } = nodeDisksE2E(dataDir, env, () => kubectl);
 
 test.before(async () => {
@@ -35,6 +41,7 @@ test.before(async () => {
 });
 
 test.after.always(async () => {
+  await prom?.stop();
   if (run && run.child.exitCode === null) {
     run.child.kill('SIGINT');
     await run.exited;
@@ -177,6 +184,206 @@ test.serial('the seed walk-through on the Helm install: a label reserves a disk,
   t.is(held[ndName(M04, 'disk1')], `Reserved auto Reserved ["${FINALIZER}"]`);
   t.deepEqual(marked, { [M02]: [], [M03]: ['disk2.img.reserved'], [M04]: ['disk1.img.reserved'] });
 });
+
+// ---- a real Prometheus scraping the release's pods -----------------------------------------------
+
+/** One pod of the release as Prometheus scrapes it: its node's address (host network) and its port. */
+interface Scraped {
+  name: string;
+  app: string;
+  node: string;
+  address: string;
+}
+async function scrapedPods(): Promise<Scraped[]> {
+  const out = await k([
+    '-n',
+    NS,
+    'get',
+    'pods',
+    '-o',
+    'jsonpath={range .items[*]}{.metadata.name} {.metadata.labels.app\\.kubernetes\\.io/name} {.spec.nodeName} {.status.hostIP}:{.spec.containers[0].ports[0].containerPort}{"\\n"}{end}',
+  ]);
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const [name = '', app = '', node = '', address = ''] = l.split(' ');
+      return { name, app, node, address };
+    });
+}
+
+/**
+ * Prometheus (the pinned Debian build) in the cluster's switch namespace, where every node's host-network
+ * ports are reachable over the bridge, its API reached from here through a relay (hack/promtool/prometheus.ts);
+ * lifeline ends it with this process, the cluster's teardown with its cgroup. Started by whichever
+ * alert test runs first, stopped by the last one.
+ */
+async function prometheus(): Promise<Prometheus> {
+  if (prom) return prom;
+  const targets = await scrapedPods();
+  const agents = targets.filter((p) => p.app === 'node-disks-agent');
+  const controllers = targets.filter((p) => p.app === 'node-disks-operator');
+  // Target labels as the shipped PodMonitor (namespace, pod; node by relabelling) and ServiceMonitor
+  // (namespace, pod) give them: the agent alerts group by them.
+  prom = await Prometheus.start({
+    netns: { name: SWITCH_NS, cgroup: CP_CGROUP },
+    groups: withShortFor(shippedRuleGroups()),
+    jobs: [
+      { job: 'node-disks-operator', targets: controllers.map((p) => ({ address: p.address, labels: { namespace: NS, pod: p.name } })) },
+      { job: 'node-disks-agent', targets: agents.map((p) => ({ address: p.address, labels: { namespace: NS, pod: p.name, node: p.node } })) },
+    ],
+  });
+  const p = prom;
+  await until(
+    'Prometheus scrapes the three agents and the two controllers',
+    2 * MINUTES,
+    () => p.targets(),
+    (ts) => ts.length === 5 && ts.every((x) => x.health === 'up'),
+  );
+  return p;
+}
+const active = async (alertname: string, node: string): Promise<Alert | undefined> => (await prom!.alerts()).find((a) => a.labels.alertname === alertname && a.labels.node === node);
+
+/** The host PID of the process a pod's (first) container runs, from its node's containerd. */
+async function containerPid(node: string, pod: string): Promise<number> {
+  const id = (await k(['-n', NS, 'get', 'pod', pod, '-o', 'jsonpath={.status.containerStatuses[0].containerID}'])).replace(/^containerd:\/\//, '');
+  const socket = join(nodeSpec(dataDir, node, NODE_NAMES.indexOf(node)).dir, 'run-containerd', 'containerd.sock');
+  const line = (await sh('ctr', ['--address', socket, '-n', 'k8s.io', 'tasks', 'ls'])).split('\n').find((l) => l.startsWith(`${id} `));
+  const pid = Number(line?.split(/\s+/)[1]);
+  if (!id || !pid) throw new Error(`no task of ${pod}'s container ${id} on ${node}`);
+  return pid;
+}
+const restarts = (pod: string) => k(['-n', NS, 'get', 'pod', pod, '-o', 'jsonpath={.status.containerStatuses[0].restartCount}']);
+
+test.serial(
+  "Prometheus, scraping the release's pods with the shipped alerts: the agent container on m02 stopped with SIGSTOP fires NodeDisksAgentHeartbeatStale for m02; after SIGCONT it clears",
+  async (t) => {
+    t.timeout(10 * MINUTES);
+    const t0 = Date.now();
+    const p = await prometheus();
+    t.log(`Prometheus in ${SWITCH_NS} ready ${p.startedInMs} ms after its start, every target up ${((Date.now() - t0) / 1000).toFixed(1)} s after the test's`);
+    await until(
+      'no stale-agent alert while the agents run',
+      MINUTES,
+      () => active('NodeDisksAgentHeartbeatStale', M02),
+      (a) => a === undefined,
+    );
+    const [agent] = await pods('node-disks-agent').then((ps) => ps.filter((x) => x.node === M02));
+    const pid = await containerPid(M02, agent!.name);
+    t.regex(await sh('cat', [`/proc/${pid}/cmdline`]), /node-disks-agent\.mjs/, 'the PID is the agent program');
+    const restartsBefore = await restarts(agent!.name);
+    const lease = heartbeatLeaseName(M02);
+    const leaseSpec = () => k(['-n', NS, 'get', 'lease', lease, '-o', 'jsonpath={.spec.leaseDurationSeconds} {.spec.renewTime}']);
+    const [duration, renewedBefore] = (await leaseSpec()).split(' ');
+    t.is(duration, '240', 'the install renews every 60 s, and the Lease lasts four periods');
+    const agentUp = async () => (await prom!.query(`up{job="node-disks-agent",node="${M02}"}`))[0]?.value?.[1];
+    process.kill(pid, 'SIGSTOP');
+    const stoppedAt = Date.now();
+    let alert: Alert;
+    try {
+      // The install's Lease lasts 240 s, and its liveness probe (every 20 s, three failures, then a 15 s
+      // grace period) restarts a stopped agent within about 75 s: with the shipped timing a stopped agent
+      // is restarted, never stale. So the Lease the stopped agent last wrote is given 10 s (the agent's own
+      // next renewal writes 240 again): the controller judges it expired, from its own record of the last
+      // renewal, while the process is still stopped.
+      await k(['-n', NS, 'patch', 'lease', lease, '--type=merge', '-p', '{"spec":{"leaseDurationSeconds":10}}']);
+      alert = (await until(
+        'NodeDisksAgentHeartbeatStale firing for m02',
+        MINUTES,
+        () => active('NodeDisksAgentHeartbeatStale', M02),
+        (a) => a?.state === 'firing',
+      )) as Alert;
+      // Stopped indeed: its /metrics does not answer, and it has not renewed since.
+      await until("m02's agent target down", MINUTES, agentUp, (v) => v === '0');
+      t.is((await leaseSpec()).split(' ')[1], renewedBefore, 'no renewal while stopped');
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    const fired = Date.now() - stoppedAt;
+    t.is(alert.labels.severity, 'critical');
+    t.regex(alert.annotations.summary ?? '', new RegExp(`The NodeDisks agent on ${M02} stopped renewing its heartbeat`));
+    t.regex(alert.annotations.runbook_url ?? '', /runbooks\.md#nodedisksagentheartbeatstale$/);
+    t.is(Number(alert.value), 3, "m02's three NodeDisks are stale");
+    t.deepEqual(
+      (await prom!.alerts()).filter((a) => a.labels.alertname === 'NodeDisksAgentHeartbeatStale').map((a) => a.labels.node),
+      [M02],
+      'only the stopped node',
+    );
+    const resumedAt = Date.now();
+    // The agent renews at its next period (within 60 s), with the install's duration.
+    await until(
+      'NodeDisksAgentHeartbeatStale cleared',
+      3 * MINUTES,
+      () => active('NodeDisksAgentHeartbeatStale', M02),
+      (a) => a === undefined,
+    );
+    const cleared = Date.now() - resumedAt;
+    const [durationAfter, renewedAfter] = (await leaseSpec()).split(' ');
+    t.is(durationAfter, '240', "the agent's renewal wrote the install's duration again");
+    t.not(renewedAfter, renewedBefore);
+    await until("m02's agent target up again", MINUTES, agentUp, (v) => v === '1');
+    t.is(await restarts(agent!.name), restartsBefore, 'the stopped process itself resumed (its liveness probe did not restart it)');
+    await until('every NodeDisk is Ready again', 2 * MINUTES, readiness, allReady);
+    t.log(`stale-agent alert firing ${fired} ms after SIGSTOP (Lease given 10 s, for: ${SHORT_FOR}), cleared ${cleared} ms after SIGCONT; test ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  },
+);
+
+test.serial(
+  'Prometheus: a reservation refused (the label asks for a disk reserved by hand for team-db) fires NodeDisksReservationRefused for m02; it clears once the label is removed, and the hand release restores every reservation',
+  async (t) => {
+    t.timeout(10 * MINUTES);
+    const t0 = Date.now();
+    await prometheus();
+    const nd = ndName(M02, 'disk2');
+    const before = await reservations();
+    const markedBefore = await allMarkers();
+    await until(
+      'no refused-reservation alert yet',
+      MINUTES,
+      () => active('NodeDisksReservationRefused', M02),
+      (a) => a === undefined,
+    );
+    await k(['patch', 'nodedisk', nd, '--type=merge', '-p', '{"spec":{"desired":{"state":"Reserved","owner":"team-db"}}}']);
+    await until(
+      'the hand reservation is carried out',
+      3 * MINUTES,
+      () => seedLine(nd),
+      (l) => l === 'Reserved team-db Reserved 67108864',
+    );
+    await k(['label', 'nodedisk', nd, `${LABEL}=true`]);
+    const labelledAt = Date.now();
+    const alert = (await until(
+      'NodeDisksReservationRefused firing for m02',
+      2 * MINUTES,
+      () => active('NodeDisksReservationRefused', M02),
+      (a) => a?.state === 'firing',
+    )) as Alert;
+    const fired = Date.now() - labelledAt;
+    t.is(await k(['get', 'nodedisk', nd, '-o', 'jsonpath={.status.conditions[?(@.type=="Accepted")].status} {.status.conditions[?(@.type=="Accepted")].reason}']), 'False ReservedByOther');
+    t.is(alert.labels.severity, 'warning');
+    t.is(Number(alert.value), 1);
+    t.regex(alert.annotations.runbook_url ?? '', /runbooks\.md#nodedisksreservationrefused$/);
+    await k(['label', 'nodedisk', nd, `${LABEL}-`]);
+    const unlabelledAt = Date.now();
+    await until(
+      'NodeDisksReservationRefused cleared',
+      2 * MINUTES,
+      () => active('NodeDisksReservationRefused', M02),
+      (a) => a === undefined,
+    );
+    const cleared = Date.now() - unlabelledAt;
+    t.is(await seedLine(nd), 'Reserved team-db Reserved 67108864', "the refused label never touched team-db's reservation");
+    // The hand release: the reservations and markers the following tests hold the release to.
+    await k(['patch', 'nodedisk', nd, '--type=merge', '-p', '{"spec":{"desired":{"state":"Available","owner":null}}}']);
+    await until('the hand release', 3 * MINUTES, reservations, (r) => JSON.stringify(r) === JSON.stringify(before));
+    await until('the marker of disk2 is gone from m02', 2 * MINUTES, allMarkers, (m) => JSON.stringify(m) === JSON.stringify(markedBefore));
+    t.deepEqual(await reservations(), held);
+    t.deepEqual(await allMarkers(), marked);
+    t.log(`refused-reservation alert firing ${fired} ms after the label, cleared ${cleared} ms after its removal; test ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    await prom!.stop();
+    prom = undefined;
+  },
+);
 
 test.serial('helm upgrade with changed values (agent.scanPeriod, a controller pod annotation) rolls every pod and keeps every reservation and marker', async (t) => {
   t.timeout(15 * MINUTES);

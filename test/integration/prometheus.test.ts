@@ -9,7 +9,6 @@ import { mkdir, mkdtemp, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { load } from 'js-yaml';
 import { markerName } from '../../agent/markers.ts';
 import { CONDITION, DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
@@ -19,10 +18,10 @@ import { seedDisks, startAgent, startController, type Program } from '../../hack
 import { eventually } from '../../hack/lib/wait.ts';
 import { ensurePromql, vectorSelectors } from '../../hack/promql/promql.ts';
 import { Prometheus, type Alert } from '../../hack/promtool/prometheus.ts';
+import { SHORT_FOR, shippedRuleGroups, withShortFor, type Rule } from '../../hack/promtool/rules.ts';
 import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
-const RULE_FILE = join(REPO_ROOT, 'kustomize/components/prometheus-operator/prometheusrule.yaml');
 const DASHBOARD = join(REPO_ROOT, 'kustomize/components/grafana-dashboard/nodedisks-dashboard.json');
 /** Long enough for a loaded machine (2 shared cores): Lease expiry, a scrape, an evaluation, `for:`. */
 const DEADLINE_MS = 60_000;
@@ -30,24 +29,11 @@ const DEADLINE_MS = 60_000;
 const NODE = 'node-prom-a';
 const NODE_REFUSED_CREATES = 'node-prom-b';
 const NODE_REFUSED_CONTROLLER = 'node-prom-c';
-const FOR = '2s';
+const FOR = SHORT_FOR;
 
-interface Rule {
-  alert?: string;
-  expr: string;
-  for?: string;
-}
-interface Group {
-  name: string;
-  rules: Rule[];
-}
-// The one source: the PrometheusRule the install ships.
-const shipped = (load(readFileSync(RULE_FILE, 'utf8')) as { spec: { groups: Group[] } }).spec.groups;
+const shipped = shippedRuleGroups();
 const alertRules = shipped.flatMap((g) => g.rules).filter((r): r is Rule & { alert: string } => r.alert !== undefined);
-// The one change for the test: every `for:` (5 to 15 min, so a blip does not page) is 2 s, so an alert
-// fires within seconds of its condition. That `for:` holds an alert back is promtool's part
-// (test/unit/alerts.test.ts); this test is about the expressions against what the programs export.
-const groups: Group[] = shipped.map((g) => ({ ...g, rules: g.rules.map((r) => (r.for === undefined ? r : { ...r, for: FOR })) }));
+const groups = withShortFor(shipped, FOR);
 
 let work = '';
 let prom: Prometheus | undefined;
