@@ -69,6 +69,12 @@ export const CONDITION = {
   ready: 'Ready',
 } as const;
 
+/**
+ * The Ready reason of a NodeDisk whose Node object does not exist (deleted: a scale-down, a machine
+ * replaced). What is not free because of it, and what `prune` removes, is read from this reason (ADR 35).
+ */
+export const REASON_NODE_GONE = 'NodeGone';
+
 /** Kubernetes limits the name and label rules must respect. */
 export const MAX_NAME_LENGTH = 253;
 export const MAX_LABEL_VALUE_LENGTH = 63;

@@ -2,8 +2,8 @@
 // the conditions read (ADR 23: on a large fleet whole objects, managedFields above all, were most of the
 // controller's memory). Everything else of the object is dropped as it arrives.
 //
-// Kept: metadata name, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp and the one
-// label the policy reads; spec.nodeName, spec.path, spec.desired; status as it is (node report and the
+// Kept: metadata name, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, finalizers
+// (what keeps the disk of a gone node, ADR 35) and the one label the policy reads; spec.nodeName, spec.path, spec.desired; status as it is (node report and the
 // controller's own conditions, small). A field the controller starts to read must be kept here too:
 // test/unit/cache.test.ts decides, reports and writes from the lean copy and from the whole object and
 // requires the same result.
@@ -19,6 +19,7 @@ export function leanNodeDisk(nd: NodeDisk): NodeDisk {
   if (m.generation !== undefined) metadata.generation = m.generation;
   if (m.creationTimestamp !== undefined) metadata.creationTimestamp = m.creationTimestamp;
   if (m.deletionTimestamp !== undefined) metadata.deletionTimestamp = m.deletionTimestamp;
+  if (m.finalizers !== undefined) metadata.finalizers = m.finalizers;
   const label = m.labels?.[LABEL_AUTO_RESERVE];
   if (label !== undefined) metadata.labels = { [LABEL_AUTO_RESERVE]: label };
   const { nodeName, path, desired } = nd.spec;

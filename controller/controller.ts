@@ -10,6 +10,7 @@ import type { ControllerMetrics } from './metrics.ts';
 import { WorkQueue } from '../lib/kube/workqueue.ts';
 import type { Reconciler } from './reconciler.ts';
 import { leanNodeDisk } from './cache.ts';
+import type { Nodes } from './nodes.ts';
 
 export interface ControllerOptions {
   client: NodeDiskClient;
@@ -17,6 +18,8 @@ export interface ControllerOptions {
   workers: number;
   log: Logger;
   metrics: ControllerMetrics;
+  /** Which Nodes exist (the node lifecycle, ADR 35): run and counted with the controller when given. */
+  nodes?: Nodes;
 }
 
 export class Controller {
@@ -29,7 +32,11 @@ export class Controller {
     this.informer = new Informer<NodeDisk>(
       { list: (l) => o.client.list(l), listText: (l) => o.client.listText(l), watch: (w, s) => o.client.watch(w, s) },
       {
-        onUpsert: (nd) => this.queue.add(nd.metadata.name ?? ''),
+        onUpsert: (nd, old) => {
+          if (!old) o.nodes?.trackDisk(nd.spec.nodeName, 1);
+          this.queue.add(nd.metadata.name ?? '');
+        },
+        onDelete: (nd) => o.nodes?.trackDisk(nd.spec.nodeName, -1),
         // A relist looks at every NodeDisk again: a sweep, behind the ones something happened to (a
         // changed object of the relist is an upsert first).
         onSync: () => {
@@ -51,6 +58,8 @@ export class Controller {
   readiness(): string | undefined {
     if (!this.informer.hasSynced) return `informer not synced${this.informer.error ? `: ${this.informer.error.message}` : ''}`;
     if (this.informer.error) return `cannot list or watch NodeDisks: ${this.informer.error.message}`;
+    const nodes = this.o.nodes?.readiness();
+    if (nodes) return nodes;
     if (this.failing) return `the last write failed (nodedisk ${this.failing.name}): ${this.failing.error}`;
     return undefined;
   }
@@ -58,9 +67,10 @@ export class Controller {
   /** Runs the informer and the workers until `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
     const informerDone = this.informer.run(signal);
+    const nodesDone = this.o.nodes?.run(signal);
     signal.addEventListener('abort', () => this.queue.shutDown(), { once: true });
     const workers = Array.from({ length: this.o.workers }, () => this.worker(signal));
-    await Promise.all([informerDone, ...workers]);
+    await Promise.all([informerDone, nodesDone, ...workers]);
   }
 
   private async worker(signal: AbortSignal): Promise<void> {

@@ -12,6 +12,7 @@ import { EventRecorder } from './events.ts';
 import { AgentHeartbeats } from './agent-liveness.ts';
 import { LeaderElector, NotLeaderError } from '../lib/kube/leader-election.ts';
 import { controllerMetrics } from './metrics.ts';
+import { Nodes } from './nodes.ts';
 import { Reconciler } from './reconciler.ts';
 
 const { config, rest } = configuredOrExit(() => {
@@ -58,6 +59,16 @@ function newController(termRest: RestClient): { controller: Controller; heartbea
       for (const [name, nd] of c.informer.cache) if (nodes.has(nd.spec.nodeName)) c.queue.add(name);
     },
   });
+  // A node that appeared, went or was replaced: its disks are decided again (NodeGone, ADR 35).
+  const nodes: Nodes | undefined = config.nodeLifecycle
+    ? new Nodes({
+        rest: termRest,
+        log,
+        onChange: (changed) => {
+          for (const [name, nd] of c.informer.cache) if (changed.has(nd.spec.nodeName)) c.queue.add(name);
+        },
+      })
+    : undefined;
   const reconciler = new Reconciler({
     client,
     events: new EventRecorder(termRest, config.identity, log),
@@ -66,8 +77,10 @@ function newController(termRest: RestClient): { controller: Controller; heartbea
     staleAfterMs: config.staleAfterMs,
     firstReportGraceMs: config.firstReportGraceMs,
     heartbeats,
+    ...(nodes ? { nodes } : {}),
+    nodeGoneGraceMs: config.nodeGoneGraceMs,
   });
-  const c = new Controller({ client, reconciler, workers: config.workers, log, metrics });
+  const c = new Controller({ client, reconciler, workers: config.workers, log, metrics, ...(nodes ? { nodes } : {}) });
   return { controller: c, heartbeats };
 }
 let controller: Controller | undefined;
@@ -83,7 +96,15 @@ const ops = await opsServerOrExit({
     return controller ? (controller.readiness() ?? heartbeats?.readiness()) : 'starting';
   },
 });
-log.info('controller started', { httpPort: ops.port, leaderElect: config.leaderElect, workers: config.workers, kubeApiQps: config.kubeApiQps, kubeApiBurst: config.kubeApiBurst });
+log.info('controller started', {
+  httpPort: ops.port,
+  leaderElect: config.leaderElect,
+  nodeLifecycle: config.nodeLifecycle,
+  nodeGoneGraceMs: config.nodeGoneGraceMs,
+  workers: config.workers,
+  kubeApiQps: config.kubeApiQps,
+  kubeApiBurst: config.kubeApiBurst,
+});
 // The heap must fit the container's memory limit (docs/adr/0023): say so at once if it was not sized.
 const memoryLimit = cgroupMemoryLimit();
 const heapWarning = heapProblem(memoryLimit);

@@ -95,6 +95,11 @@ export interface ControllerLaunch {
   /** Another kubeconfig of the controller's identity (one that points at a proxy, say). */
   kubeconfig?: string;
   extraArgs?: string[];
+  /**
+   * Watch Nodes (--node-lifecycle, ADR 35). Off unless asked for: most tests make NodeDisks of nodes that
+   * have no Node object, which the lifecycle would judge gone. The demo's agents make their Nodes.
+   */
+  nodeLifecycle?: boolean;
 }
 
 export async function startController(cp: ControlPlane, o: ControllerLaunch): Promise<Program> {
@@ -105,6 +110,7 @@ export async function startController(cp: ControlPlane, o: ControllerLaunch): Pr
     `--kubeconfig=${o.kubeconfig ?? identity.kubeconfig}`,
     '--http-address=127.0.0.1:0',
     `--identity=${id}`,
+    `--node-lifecycle=${o.nodeLifecycle === true}`,
     ...(o.extraArgs ?? []),
   ]).launch();
 }
