@@ -74,6 +74,11 @@ export const CONDITION = {
  * replaced). What is not free because of it, and what `prune` removes, is read from this reason (ADR 35).
  */
 export const REASON_NODE_GONE = 'NodeGone';
+/**
+ * The Ready reason of a NodeDisk found on another machine than the Node of its name now is (the Node was
+ * deleted and registered again: another UID). Not free either: it is not this machine's disk (ADR 35).
+ */
+export const REASON_NODE_REPLACED = 'NodeReplaced';
 
 /** Kubernetes limits the name and label rules must respect. */
 export const MAX_NAME_LENGTH = 253;

@@ -2,7 +2,7 @@
 // wait, kstatus, Argo CD and Flux look) with status.observedGeneration, and the seed's status.controller
 // (accepted, observedGeneration); see docs/adr/0020-conditions-at-status-conditions.md.
 // lastTransitionTime moves only when a condition's status changes (metav1.Condition semantics).
-import { CONDITION, FINALIZER, REASON_NODE_GONE } from '../api/constants.ts';
+import { CONDITION, FINALIZER, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../api/constants.ts';
 import type { Condition, ConditionStatus, ControllerStatus, NodeDisk, NodeDiskStatus } from '../api/v1alpha1/types.ts';
 import type { AgentLiveness } from './agent-liveness.ts';
 import type { PolicyDecision } from './policy.ts';
@@ -83,6 +83,21 @@ export function nodeGoneCondition(nd: NodeDisk, goneSince: number, graceMs: numb
     reason: REASON_NODE_GONE,
     message: `node ${node} is gone: no Node object of that name (noticed at ${since})${then}`,
     ...(kept ? {} : { recheckAt: goneSince + graceMs }),
+  };
+}
+
+/**
+ * Ready of a NodeDisk reported by another machine than the Node of its name now is (a new UID): False,
+ * NodeReplaced. Reserved, it stays until a person releases it (the new machine's agent leaves it alone);
+ * not reserved, the new machine's agent reports it afresh, which ends this.
+ */
+export function nodeReplacedCondition(nd: NodeDisk, nodeUID: string): ReadyVerdict {
+  const node = nd.spec.nodeName;
+  const kept = keptBecause(nd);
+  return {
+    status: 'False',
+    reason: REASON_NODE_REPLACED,
+    message: `node ${node} is another machine now (Node UID ${nodeUID}); this disk was found on the one before (Node UID ${nd.status?.node?.nodeUID})${kept ? `; ${kept}` : "; not reserved, the new machine's agent reports its own disk under this name"}`,
   };
 }
 

@@ -12,12 +12,12 @@
 // label, and once its node has been gone for the grace period it is deleted, if nothing holds it: a
 // reservation or the agent's finalizer keeps it, visibly, until a person acts. The delete is conditional
 // on the version decided from, as every write here.
-import { API_VERSION, FIELD_MANAGER, KIND, REASON_NODE_GONE } from '../api/constants.ts';
+import { API_VERSION, FIELD_MANAGER, KIND, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../api/constants.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { isApiError, isStaleVersionConflict } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/runtime/log.ts';
-import { controllerStatus, formatDuration, keptBecause, nodeGoneCondition, readyCondition, sameControllerStatus, type ReadyVerdict } from './conditions.ts';
+import { controllerStatus, formatDuration, keptBecause, nodeGoneCondition, nodeReplacedCondition, readyCondition, sameControllerStatus, type ReadyVerdict } from './conditions.ts';
 import type { EventRecorder } from './events.ts';
 import type { AgentHeartbeats } from './agent-liveness.ts';
 import type { ControllerMetrics } from './metrics.ts';
@@ -41,7 +41,7 @@ export interface ReconcilerOptions {
    */
   firstReportGraceMs?: number;
   /** Which Nodes exist (./nodes.ts): without it no node is ever judged gone. */
-  nodes?: Pick<Nodes, 'hasSynced' | 'exists' | 'goneSince'>;
+  nodes?: Pick<Nodes, 'hasSynced' | 'exists' | 'goneSince' | 'uid'>;
   /** How long the NodeDisks of a gone node stay before the unreserved ones are deleted. */
   nodeGoneGraceMs?: number;
 }
@@ -113,7 +113,15 @@ export class Reconciler {
     if (nodes && !nodes.hasSynced) return { requeueAfterMs: 1000 };
     const node = current.spec.nodeName;
     const gone = nodes !== undefined && !nodes.exists(node);
-    const refusal: Refusal | undefined = gone ? { reason: REASON_NODE_GONE, message: `its node ${node} is gone (no Node object)` } : undefined;
+    // Found on the machine before this one of the name (ADR 35): the Node's UID is not the one reported.
+    const reportedUID = current.status?.node?.nodeUID;
+    const nodeUID = nodes && !gone ? nodes.uid(node) : undefined;
+    const replaced = reportedUID !== undefined && nodeUID !== undefined && reportedUID !== nodeUID;
+    const refusal: Refusal | undefined = gone
+      ? { reason: REASON_NODE_GONE, message: `its node ${node} is gone (no Node object)` }
+      : replaced
+        ? { reason: REASON_NODE_REPLACED, message: `it was found on another machine than node ${node} is now (Node UID ${reportedUID}, now ${nodeUID})` }
+        : undefined;
 
     const decision = decide(current, refusal);
     if (decision.action !== 'none') {
@@ -142,6 +150,8 @@ export class Reconciler {
         return { deleted: true, wrote: true };
       }
       ready = nodeGoneCondition(current, since, graceMs);
+    } else if (replaced) {
+      ready = nodeReplacedCondition(current, nodeUID);
     } else {
       const wait = this.firstReportWait(current, now);
       if (wait > 0) return { updated: current, wrote, requeueAfterMs: wait };

@@ -8,7 +8,8 @@ import { notFreeBecause } from '../../api/free-disk.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
-import { formatDuration, keptBecause, nodeGoneCondition } from '../../controller/conditions.ts';
+import { tokenNodeIdentity } from '../../agent/node-identity.ts';
+import { formatDuration, keptBecause, nodeGoneCondition, nodeReplacedCondition } from '../../controller/conditions.ts';
 import { EventRecorder } from '../../controller/events.ts';
 import { controllerMetrics } from '../../controller/metrics.ts';
 import { Nodes } from '../../controller/nodes.ts';
@@ -45,6 +46,7 @@ test('a disk of a gone node is not free; the same disk on a live node is', (t) =
   t.is(notFreeBecause(disk()), undefined);
   t.is(notFreeBecause(disk({ ready: REASON_NODE_GONE })), 'is on node n1, which is gone (no Node object)');
   t.is(notFreeBecause(disk({ ready: 'DiskMissing' })), undefined, 'only NodeGone makes it not free here');
+  t.is(notFreeBecause(disk({ ready: 'NodeReplaced' })), 'was found on another machine than node n1 is now (another Node UID)');
 });
 
 test('what keeps a disk of a gone node after the grace: a reservation of any owner, or the agent finalizer', (t) => {
@@ -91,7 +93,7 @@ test('before the Nodes are known no node is judged gone: nothing is written, the
     log: silent,
     metrics: controllerMetrics(() => true),
     staleAfterMs: 60_000,
-    nodes: { hasSynced: false, exists: () => false, goneSince: () => 0 },
+    nodes: { hasSynced: false, exists: () => false, goneSince: () => 0, uid: () => undefined },
     nodeGoneGraceMs: 0,
   });
   // nock allows no request: a write or a delete here fails the test.
@@ -117,4 +119,35 @@ test("the per-node state goes with a node's last NodeDisk: churn leaves nothing 
   // A node no NodeDisk names is not remembered even when asked about.
   nodes.goneSince('never-tracked');
   t.is(nodes.tracked.goneSince, 0);
+});
+
+test('Ready of a disk found on the machine before: NodeReplaced, both UIDs, and what becomes of it', (t) => {
+  const found = disk({ desired: { state: 'Reserved', owner: 'team-db' } });
+  found.status = { node: { phase: 'Reserved', nodeUID: 'uid-old' } };
+  const held = nodeReplacedCondition(found, 'uid-new');
+  t.like(held, { status: 'False', reason: 'NodeReplaced' });
+  t.is(
+    held.message,
+    'node n1 is another machine now (Node UID uid-new); this disk was found on the one before (Node UID uid-old); it is reserved by team-db: it stays until a person releases it (kubectl nodedisks release, or kubectl nodedisks prune)',
+  );
+  const free = disk();
+  free.status = { node: { phase: 'Available', nodeUID: 'uid-old' } };
+  t.regex(nodeReplacedCondition(free, 'uid-new').message, /; not reserved, the new machine's agent reports its own disk under this name$/);
+});
+
+test.serial("the agent learns its node's UID from its own token (a SelfSubjectReview), and none from a token not bound to a node", async (t) => {
+  const rest = new RestClient(tokenAccess(SERVER, 't'), { timeoutMs: 2000 });
+  const review = (extra: Record<string, string[]>) => ({
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'SelfSubjectReview',
+    status: { userInfo: { username: 'system:serviceaccount:ns:node-disks-agent', extra } },
+  });
+  nock(SERVER)
+    .post('/apis/authentication.k8s.io/v1/selfsubjectreviews', (b: { kind?: string }) => b.kind === 'SelfSubjectReview')
+    .reply(201, review({ 'authentication.kubernetes.io/node-name': ['n1'], 'authentication.kubernetes.io/node-uid': ['uid-1'] }))
+    .post('/apis/authentication.k8s.io/v1/selfsubjectreviews')
+    .reply(201, review({}));
+  t.deepEqual(await tokenNodeIdentity(rest), { uid: 'uid-1', node: 'n1' });
+  t.deepEqual(await tokenNodeIdentity(rest), { uid: undefined, node: undefined });
+  t.true(nock.isDone());
 });
