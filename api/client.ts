@@ -147,8 +147,8 @@ export class NodeDiskClient {
    */
   delete(name: string, o: { preconditions?: { uid?: string; resourceVersion?: string }; dryRun?: boolean } = {}): Promise<unknown> {
     return this.rest.request('DELETE', `${NODEDISKS_PATH}/${encodeURIComponent(name)}`, {
-      body: { apiVersion: 'v1', kind: 'DeleteOptions', ...(o.preconditions ? { preconditions: o.preconditions } : {}) },
-      query: { dryRun: o.dryRun ? 'All' : undefined },
+      // With a body the API server reads every option from it, the query's dryRun included: it goes here.
+      body: { apiVersion: 'v1', kind: 'DeleteOptions', ...(o.preconditions ? { preconditions: o.preconditions } : {}), ...(o.dryRun ? { dryRun: ['All'] } : {}) },
     });
   }
 

@@ -17,6 +17,12 @@ export const LABEL_DISK = `${GROUP}/disk`;
 /** Set by people or git, never by the programs: the controller's policy reads it. */
 export const LABEL_AUTO_RESERVE = `${GROUP}/auto-reserve`;
 export const AUTO_RESERVE_VALUE = 'true';
+/**
+ * Set by people or git (`kubectl nodedisks cordon`), never by the programs: a cordoned disk is handed out
+ * by nobody (reserve --node, claims, the label policy), its existing reservation untouched (ADR 35).
+ */
+export const LABEL_CORDONED = `${GROUP}/cordoned`;
+export const CORDONED_VALUE = 'true';
 
 /** The owner the controller writes for label-driven reservations. */
 export const AUTO_OWNER = 'auto';

@@ -3,11 +3,11 @@
 // controller's memory). Everything else of the object is dropped as it arrives.
 //
 // Kept: metadata name, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, finalizers
-// (what keeps the disk of a gone node, ADR 35) and the one label the policy reads; spec.nodeName, spec.path, spec.desired; status as it is (node report and the
+// (what keeps the disk of a gone node, ADR 35) and the two labels the policy reads (auto-reserve, cordoned); spec.nodeName, spec.path, spec.desired; status as it is (node report and the
 // controller's own conditions, small). A field the controller starts to read must be kept here too:
 // test/unit/cache.test.ts decides, reports and writes from the lean copy and from the whole object and
 // requires the same result.
-import { API_VERSION, KIND, LABEL_AUTO_RESERVE } from '../api/constants.ts';
+import { API_VERSION, KIND, LABEL_AUTO_RESERVE, LABEL_CORDONED } from '../api/constants.ts';
 import type { NodeDisk, ObjectMeta } from '../api/v1alpha1/types.ts';
 
 export function leanNodeDisk(nd: NodeDisk): NodeDisk {
@@ -21,7 +21,10 @@ export function leanNodeDisk(nd: NodeDisk): NodeDisk {
   if (m.deletionTimestamp !== undefined) metadata.deletionTimestamp = m.deletionTimestamp;
   if (m.finalizers !== undefined) metadata.finalizers = m.finalizers;
   const label = m.labels?.[LABEL_AUTO_RESERVE];
-  if (label !== undefined) metadata.labels = { [LABEL_AUTO_RESERVE]: label };
+  const cordoned = m.labels?.[LABEL_CORDONED];
+  if (label !== undefined || cordoned !== undefined) {
+    metadata.labels = { ...(label !== undefined ? { [LABEL_AUTO_RESERVE]: label } : {}), ...(cordoned !== undefined ? { [LABEL_CORDONED]: cordoned } : {}) };
+  }
   const { nodeName, path, desired } = nd.spec;
   const spec = { nodeName, path, ...(desired !== undefined ? { desired } : {}) } as NodeDisk['spec'];
   // By reference: the rest of the parsed object becomes garbage, what is kept here is all that stays

@@ -12,7 +12,7 @@
 // label, and once its node has been gone for the grace period it is deleted, if nothing holds it: a
 // reservation or the agent's finalizer keeps it, visibly, until a person acts. The delete is conditional
 // on the version decided from, as every write here.
-import { API_VERSION, FIELD_MANAGER, KIND, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../api/constants.ts';
+import { API_VERSION, CORDONED_VALUE, FIELD_MANAGER, KIND, LABEL_CORDONED, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../api/constants.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { isApiError, isStaleVersionConflict } from '../lib/kube/errors.ts';
@@ -121,7 +121,9 @@ export class Reconciler {
       ? { reason: REASON_NODE_GONE, message: `its node ${node} is gone (no Node object)` }
       : replaced
         ? { reason: REASON_NODE_REPLACED, message: `it was found on another machine than node ${node} is now (Node UID ${reportedUID}, now ${nodeUID})` }
-        : undefined;
+        : current.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE
+          ? { reason: 'Cordoned', message: `the disk is cordoned (label ${LABEL_CORDONED}=true): kubectl nodedisks uncordon puts it back in service` }
+          : undefined;
 
     const decision = decide(current, refusal);
     if (decision.action !== 'none') {

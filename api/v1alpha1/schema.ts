@@ -246,6 +246,8 @@ export const printerColumns: PrinterColumn[] = [
   { name: 'Owner', type: 'string', jsonPath: '.spec.desired.owner', priority: 1 },
   { name: 'Capacity', type: 'integer', jsonPath: '.status.node.capacityBytes', priority: 1 },
   { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', priority: 1 },
+  // The label of kubectl nodedisks cordon (ADR 35): "true" on a disk nobody hands out.
+  { name: 'Cordoned', type: 'string', jsonPath: '.metadata.labels.localtest\\.example\\.com/cordoned', priority: 1 },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', priority: 1 },
 ];
 

@@ -3,12 +3,14 @@
 import test from 'ava';
 import nock from 'nock';
 import { NodeDiskClient } from '../../api/client.ts';
-import { FINALIZER, LABEL_AUTO_RESERVE, REASON_NODE_GONE } from '../../api/constants.ts';
+import { FINALIZER, LABEL_AUTO_RESERVE, LABEL_CORDONED, REASON_NODE_GONE } from '../../api/constants.ts';
 import { notFreeBecause } from '../../api/free-disk.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { tokenNodeIdentity } from '../../agent/node-identity.ts';
+import { leanNodeDisk } from '../../controller/cache.ts';
+import { goneBecause } from '../../plugin/cmd/prune.ts';
 import { formatDuration, keptBecause, nodeGoneCondition, nodeReplacedCondition } from '../../controller/conditions.ts';
 import { EventRecorder } from '../../controller/events.ts';
 import { controllerMetrics } from '../../controller/metrics.ts';
@@ -150,4 +152,20 @@ test.serial("the agent learns its node's UID from its own token (a SelfSubjectRe
   t.deepEqual(await tokenNodeIdentity(rest), { uid: 'uid-1', node: 'n1' });
   t.deepEqual(await tokenNodeIdentity(rest), { uid: undefined, node: undefined });
   t.true(nock.isDone());
+});
+
+test('a cordoned disk is not free, whatever else it is; the controller keeps the label in its lean cache', (t) => {
+  const cordoned = disk({ labels: { [LABEL_CORDONED]: 'true' } });
+  t.is(notFreeBecause(cordoned), 'is cordoned (label localtest.example.com/cordoned=true; kubectl nodedisks uncordon puts it back)');
+  t.is(notFreeBecause(disk({ labels: { [LABEL_CORDONED]: 'false' } })), undefined, 'only "true" cordons');
+  t.is(notFreeBecause(disk({ labels: { [LABEL_CORDONED]: 'true' }, desired: { state: 'Reserved', owner: 'team-db' } })), 'is reserved by team-db');
+  t.deepEqual(leanNodeDisk(cordoned).metadata.labels, { [LABEL_CORDONED]: 'true' });
+  t.deepEqual(leanNodeDisk(disk({ finalizers: [FINALIZER] })).metadata.finalizers, [FINALIZER]);
+});
+
+test('prune acts on what the controller judged gone or replaced, nothing else', (t) => {
+  t.is(goneBecause(disk({ ready: 'NodeGone' })), 'node n1 is gone');
+  t.is(goneBecause(disk({ ready: 'NodeReplaced' })), 'node n1 is another machine now');
+  t.is(goneBecause(disk({ ready: 'AgentStale' })), undefined);
+  t.is(goneBecause(disk()), undefined);
 });
