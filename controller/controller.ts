@@ -83,7 +83,7 @@ export class Controller {
       if (!nd) {
         this.queue.forget(name);
         this.queue.done(name);
-        continue; // deleted: nothing to do, nothing is ever deleted by us
+        continue; // deleted: nothing to do (what this controller deletes, ADR 35, is gone from the cache too)
       }
       const end = metrics.reconcileSeconds.startTimer();
       try {
