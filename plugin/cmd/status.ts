@@ -13,6 +13,7 @@ import { age, iec } from '../kubectl/format.ts';
 import { table } from '../kubectl/tabwriter.ts';
 import { selected, resolveTargets, type SelectionFlags } from '../select.ts';
 import { SELECTION_FLAGS } from './flags.ts';
+import { goneBecause } from './prune.ts';
 
 export interface StatusArgs extends SelectionFlags {
   names: string[];
@@ -128,13 +129,15 @@ interface NodeSummary {
   free: number;
   reservedBytes: number;
   lastSeen: number;
+  /** The controller judged the node gone or another machine (ADR 35): its disks are not available. */
+  gone: boolean;
 }
 
 export const statusCommand: CommandSpec<StatusArgs> = {
   name: 'status',
   summary: 'Explain disks: desired vs reported vs conditions; with no name, a summary per node',
   description:
-    'Explain NodeDisks in words: what is desired and who holds the reservation, what the node agent reports and when it last did, whether it is cordoned, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing, failed and cordoned disks, free and reserved capacity, and agents that stopped reporting (judged by their heartbeat Leases, as the controller judges them).',
+    'Explain NodeDisks in words: what is desired and who holds the reservation, what the node agent reports and when it last did, whether it is cordoned, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing, failed and cordoned disks, free and reserved capacity, and agents that stopped reporting (judged by their heartbeat Leases, as the controller judges them), or GONE for a node the controller found gone.',
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
   flags: {
     ...SELECTION_FLAGS,
@@ -159,13 +162,16 @@ export const statusCommand: CommandSpec<StatusArgs> = {
     const nodes = new Map<string, NodeSummary>();
     for await (const page of selected(session, args)) {
       for (const nd of page) {
-        const s = nodes.get(nd.spec.nodeName) ?? { disks: 0, reserved: 0, available: 0, missing: 0, error: 0, cordoned: 0, free: 0, reservedBytes: 0, lastSeen: 0 };
+        const s = nodes.get(nd.spec.nodeName) ?? { disks: 0, reserved: 0, available: 0, missing: 0, error: 0, cordoned: 0, free: 0, reservedBytes: 0, lastSeen: 0, gone: false };
         const phase = nd.status?.node?.phase;
         const bytes = nd.status?.node?.capacityBytes ?? 0;
         s.disks++;
         if (nd.spec.desired?.state === 'Reserved') {
           s.reserved++;
           s.reservedBytes += bytes;
+        } else if (goneBecause(nd) !== undefined) {
+          // Of a machine that is gone: nothing to hand out (kubectl nodedisks prune removes it).
+          s.gone = true;
         } else if (nd.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE) {
           // Out of service: neither available nor free capacity, whatever its phase.
           s.cordoned++;
@@ -198,7 +204,7 @@ export const statusCommand: CommandSpec<StatusArgs> = {
         iec(s.free),
         iec(s.reservedBytes),
         s.lastSeen ? `${age(new Date(s.lastSeen).toISOString(), now)} ago` : 'never',
-        agentVerdict(leases, name, s.lastSeen, now, staleMs).column,
+        s.gone ? 'GONE' : agentVerdict(leases, name, s.lastSeen, now, staleMs).column,
       ]);
     session.io.out(table(['NODE', 'DISKS', 'RESERVED', 'AVAILABLE', 'MISSING', 'ERROR', 'CORDONED', 'FREE', 'RESERVED-CAPACITY', 'LAST-REPORT', 'AGENT'], rows));
     if (leases instanceof ApiError) {

@@ -149,6 +149,9 @@ test.serial('prune lists the NodeDisks of gone nodes by default; --dry-run=none 
   await cp.kubectl(cp.admin(), ['delete', 'node', gone]);
   await eventually('NodeGone', async () => (await Promise.all(all.map((n) => admin().get(n)))).every((n) => condition(n, 'Ready')?.reason === 'NodeGone'));
 
+  // status counts nothing of it as available, and says the node is gone.
+  const summary = await nd('status', '--node', gone);
+  t.regex(summary.stdout, /\nnode-g1\s+3\s+1\s+0\s+0\s+0\s+0\s+0\s+1Mi\s+never\s+GONE\n/);
   const listed = await nd('prune');
   t.is(listed.code, 0, listed.stderr);
   t.is(listed.stdout, `${q(free)} deleted (dry run)\n${q(guarded)} deleted (dry run)\n`);
