@@ -18,6 +18,8 @@ import type { Logger } from '../lib/runtime/log.ts';
 import { Aliases } from './aliases.ts';
 import { DiskDir } from './disk-dir.ts';
 import { NodeHeartbeat } from './heartbeat.ts';
+import { tokenNodeIdentity } from './node-identity.ts';
+import { Backoff, sleep } from '../lib/runtime/backoff.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { describe, liveness, mayRenew, readiness, type AgentState } from './readiness.ts';
 import { reconcileDisk, type DiskCache, type ReconcileContext } from './reconcile-disk.ts';
@@ -65,6 +67,8 @@ export class Agent {
   private readonly refused = new Map<string, string>();
   /** Disks taken from the queue while the disk dir could not be read: queued again after the next scan. */
   private readonly deferred = new Set<string>();
+  /** Why this node's UID is not known yet, while it is not (./node-identity.ts). */
+  private identityProblem: string | undefined = 'not learnt yet';
   /** When the work loop took its current item; undefined while it waits for one. */
   private busySince: number | undefined;
   private synced!: () => void;
@@ -127,6 +131,7 @@ export class Agent {
       periodMs: o.heartbeatMs,
       log: o.log.with({ loop: 'heartbeat' }),
       onResult: (result) => o.metrics.heartbeats.inc({ result }),
+      nodeUID: () => this.reconcile.nodeUID,
     });
   }
 
@@ -139,6 +144,7 @@ export class Agent {
       refused: this.refused,
       heartbeat: { lease: `${this.o.leaseNamespace}/${this.heartbeat.name}`, problem: this.heartbeat.problem },
       stuck: this.liveness(),
+      identityProblem: this.identityProblem,
     };
   }
 
@@ -163,6 +169,9 @@ export class Agent {
       // The first scan waits for the NodeDisks: which of two files whose names make one NodeDisk name keeps
       // it depends on which one a NodeDisk already names (nothing is reconciled before the sync anyway).
       await Promise.race([this.firstSync, new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))]);
+      // Which machine this is, before any disk is looked at: another machine's NodeDisks must not be
+      // taken for this one's (ADR 35).
+      await this.learnIdentity(signal);
       if (!signal.aborted) await this.turn(SCAN, signal);
       for (let key = await this.queue.get(); key !== undefined; key = await this.queue.get()) {
         try {
@@ -177,6 +186,28 @@ export class Agent {
       this.dir.close();
       await informerDone;
       await beating;
+    }
+  }
+
+  /** Learns this node's UID from the agent's token, retrying with backoff until it is known or `signal` aborts. */
+  private async learnIdentity(signal: AbortSignal): Promise<void> {
+    const backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
+    while (!signal.aborted) {
+      try {
+        const id = await tokenNodeIdentity(this.o.client.rest, signal);
+        if (id.node !== undefined && id.node !== this.o.nodeName) throw new Error(`the agent's token is bound to node ${id.node}, not to ${this.o.nodeName}`);
+        if (id.uid === undefined) this.o.log.warn("the agent's token names no Node UID: a machine registered again under this node's name cannot be told from the last one");
+        else this.o.log.info('node identity', { nodeUID: id.uid });
+        this.reconcile.nodeUID = id.uid;
+        this.identityProblem = undefined;
+        return;
+      } catch (err) {
+        if (signal.aborted) return;
+        this.identityProblem = describe(err as Error);
+        const delay = backoff.next();
+        this.o.log.warn("cannot learn this node's UID from the agent's token; retrying", { error: this.identityProblem, retryInMs: delay });
+        await sleep(delay, signal);
+      }
     }
   }
 

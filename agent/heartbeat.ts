@@ -6,6 +6,9 @@
 // 409 (someone else wrote it: a person, a restore) is answered by one GET and one more PUT; a 404 (it was
 // deleted, or this is the node's first agent) by a POST. The Lease lasts LEASE_PERIODS periods, so three
 // renewals in a row can fail before the controller calls the node's disks stale.
+//
+// The Lease is owned by its Node (an ownerReference to the Node's UID, once the agent knows it: ADR 35),
+// so the garbage collector deletes it with the Node: a deleted node leaves no heartbeat behind.
 import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, LEASE_PERIODS, heartbeatLeaseName } from '../api/heartbeat-lease.ts';
 import { LEASES_API, leasesPath, microTime, type Lease } from '../lib/kube/lease.ts';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -22,6 +25,8 @@ export interface HeartbeatOptions {
   log: Logger;
   /** Called after each attempt: 'renewed' (one write went through) or 'failed'. */
   onResult?: (result: 'renewed' | 'failed') => void;
+  /** This node's UID, once known: the Lease's owner. */
+  nodeUID?: () => string | undefined;
 }
 
 export class NodeHeartbeat {
@@ -54,6 +59,7 @@ export class NodeHeartbeat {
         name: this.name,
         namespace: this.o.namespace,
         labels: { ...(base?.metadata.labels ?? {}), [LABEL_HEARTBEAT]: HEARTBEAT_LABEL_VALUE },
+        ...this.owner(base),
       },
       spec: {
         ...(base?.spec ?? {}),
@@ -63,6 +69,13 @@ export class NodeHeartbeat {
         renewTime: microTime(),
       },
     };
+  }
+
+  /** The Node as the Lease's only owner, when its UID is known; else what the Lease had. */
+  private owner(base: Lease | undefined): Pick<Lease['metadata'], 'ownerReferences'> {
+    const uid = this.o.nodeUID?.();
+    if (uid === undefined) return base?.metadata.ownerReferences ? { ownerReferences: base.metadata.ownerReferences } : {};
+    return { ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: this.o.nodeName, uid }] };
   }
 
   /** One renewal: normally a single PUT; see the header for 409 and 404. */

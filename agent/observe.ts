@@ -69,5 +69,5 @@ function baseStatus(o: Observation): Omit<NodeStatus, 'lastSeenTime'> {
 
 /** Whether a report differs from what the NodeDisk already says (lastSeenTime aside). */
 export function statusChanged(current: NodeStatus | undefined, next: Omit<NodeStatus, 'lastSeenTime'>): boolean {
-  return current?.phase !== next.phase || current?.capacityBytes !== next.capacityBytes || (current?.message ?? '') !== (next.message ?? '');
+  return current?.phase !== next.phase || current?.capacityBytes !== next.capacityBytes || (current?.message ?? '') !== (next.message ?? '') || (current?.nodeUID ?? '') !== (next.nodeUID ?? '');
 }

@@ -16,6 +16,8 @@ export interface AgentState {
   heartbeat: { lease: string; problem: string | undefined };
   /** Why the work loop is stuck, if it is (see liveness). */
   stuck: string | undefined;
+  /** Why this node's UID is not known yet (ADR 35), while it is not. */
+  identityProblem?: string | undefined;
 }
 
 /**
@@ -26,6 +28,7 @@ export function readiness(s: AgentState): string | undefined {
   if (!s.synced) return `not yet synced with the API server${s.informerError ? `: ${describe(s.informerError)}` : ''}`;
   if (s.informerError) return `cannot list or watch NodeDisks: ${describe(s.informerError)}`;
   if (s.dirProblem) return s.dirProblem;
+  if (s.identityProblem) return `cannot tell which machine this is (the node's UID): ${s.identityProblem}`;
   if (!s.scanned) return 'disk dir not scanned yet';
   if (s.refused.size > 0) {
     const [diskID, why] = s.refused.entries().next().value!;

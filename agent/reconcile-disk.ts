@@ -5,6 +5,12 @@
 // removed only after the marker is gone, so a NodeDisk cannot be deleted while node-side reservation state
 // may exist. status.node says what is on disk after the fact (ADR 6) and is written only when it changed:
 // the node's heartbeat Lease says the agent is alive (ADR 24).
+//
+// A NodeDisk of this node's name reported by another machine (status.node.nodeUID is not this node's UID:
+// the Node was deleted and registered again, ADR 35) is that machine's: reserved, it is left entirely
+// alone (no marker written or removed here, no report, no finalizer change) and the controller says so;
+// not reserved, nothing of it is worth keeping, so its finalizer (a marker on the other machine) is let go
+// and it is reported afresh, as this machine's disk.
 import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../api/constants.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import { diskIdFromFileName, diskPath, labelValue, nodeDiskName } from '../api/names.ts';
@@ -40,6 +46,8 @@ export interface ReconcileContext {
   actionErrors: Map<string, string>;
   /** Reports this disk's NodeDisks with a non-canonical name (./aliases.ts). */
   reportAliases(diskID: string, canonical: string): Promise<void>;
+  /** This node's UID (./node-identity.ts); unknown, no NodeDisk is judged another machine's. */
+  nodeUID?: string | undefined;
 }
 
 export interface ReconcileResult {
@@ -66,6 +74,27 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   if (nd.spec.nodeName !== nodeName || nd.spec.diskID !== diskID) {
     log.error('NodeDisk name collides with another disk; leaving it alone', { nodeDisk: name, diskID, existing: nd.spec });
     return {};
+  }
+
+  const otherMachine = ctx.nodeUID !== undefined && nd.status?.node?.nodeUID !== undefined && nd.status.node.nodeUID !== ctx.nodeUID ? nd.status.node.nodeUID : undefined;
+  if (otherMachine !== undefined) {
+    if ((nd.spec.desired?.state ?? 'Available') === 'Reserved') {
+      const owner = nd.spec.desired?.owner ? `by ${nd.spec.desired.owner}` : 'with no owner';
+      const why = `NodeDisk ${name} is reserved ${owner} on another machine named ${nodeName} (Node UID ${otherMachine}; this one is ${ctx.nodeUID}): its marker is not written here and this machine's ${diskID} is not reported until that reservation is released`;
+      if (ctx.actionErrors.get(diskID) !== why) log.warn(why, { nodeDisk: name, diskID, otherNodeUID: otherMachine, nodeUID: ctx.nodeUID });
+      ctx.actionErrors.set(diskID, why);
+      return {};
+    }
+    // Not reserved: its finalizer guarded a marker on the other machine, which is gone with it.
+    if (isProtected(nd)) {
+      nd = await setProtection(ctx, nd, false);
+      if (nd.metadata.deletionTimestamp !== undefined) {
+        cache.forget(name);
+        return { again: true };
+      }
+    }
+    if (ctx.actionErrors.delete(diskID)) log.info("the other machine's reservation was released", { nodeDisk: name, diskID });
+    log.info("NodeDisk of another machine of this name, not reserved: reported afresh as this machine's disk", { nodeDisk: name, diskID, otherNodeUID: otherMachine, nodeUID: ctx.nodeUID });
   }
 
   // Finalizer first, marker second; on release, marker first, finalizer last (ADR 12).
@@ -124,6 +153,7 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
     rivals: discovery.ignored.filter((f) => f.collidesWith === diskID).map((f) => f.name),
   });
   if (!file && ignored) next = { ...next, phase: 'Error', message: `disk image ${hostPath} ${ignored.reason}` };
+  if (ctx.nodeUID !== undefined) next = { ...next, nodeUID: ctx.nodeUID };
 
   // Written only when the report changed: the node's heartbeat Lease says the agent is alive (ADR 24).
   if (!statusChanged(nd.status?.node, next)) return {};

@@ -140,6 +140,18 @@ export class NodeDiskClient {
     });
   }
 
+  /**
+   * Deletes the NodeDisk only if it is still the version given (preconditions: the API server answers
+   * 409 Conflict if it changed since, 404 if it is gone), so a decision taken on one version cannot delete
+   * a newer one.
+   */
+  delete(name: string, o: { preconditions?: { uid?: string; resourceVersion?: string }; dryRun?: boolean } = {}): Promise<unknown> {
+    return this.rest.request('DELETE', `${NODEDISKS_PATH}/${encodeURIComponent(name)}`, {
+      // With a body the API server reads every option from it, the query's dryRun included: it goes here.
+      body: { apiVersion: 'v1', kind: 'DeleteOptions', ...(o.preconditions ? { preconditions: o.preconditions } : {}), ...(o.dryRun ? { dryRun: ['All'] } : {}) },
+    });
+  }
+
   watch(o: ListOptions & { allowWatchBookmarks?: boolean; timeoutSeconds?: number }, signal?: AbortSignal): AsyncGenerator<WatchEvent<NodeDisk>> {
     return watch<NodeDisk>(this.rest, NODEDISKS_PATH, { ...listQuery(o), allowWatchBookmarks: o.allowWatchBookmarks, timeoutSeconds: o.timeoutSeconds }, signal);
   }

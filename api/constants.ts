@@ -17,6 +17,12 @@ export const LABEL_DISK = `${GROUP}/disk`;
 /** Set by people or git, never by the programs: the controller's policy reads it. */
 export const LABEL_AUTO_RESERVE = `${GROUP}/auto-reserve`;
 export const AUTO_RESERVE_VALUE = 'true';
+/**
+ * Set by people or git (`kubectl nodedisks cordon`), never by the programs: a cordoned disk is handed out
+ * by nobody (reserve --node, claims, the label policy), its existing reservation untouched (ADR 35).
+ */
+export const LABEL_CORDONED = `${GROUP}/cordoned`;
+export const CORDONED_VALUE = 'true';
 
 /** The owner the controller writes for label-driven reservations. */
 export const AUTO_OWNER = 'auto';
@@ -68,6 +74,17 @@ export const CONDITION = {
   accepted: 'Accepted',
   ready: 'Ready',
 } as const;
+
+/**
+ * The Ready reason of a NodeDisk whose Node object does not exist (deleted: a scale-down, a machine
+ * replaced). What is not free because of it, and what `prune` removes, is read from this reason (ADR 35).
+ */
+export const REASON_NODE_GONE = 'NodeGone';
+/**
+ * The Ready reason of a NodeDisk found on another machine than the Node of its name now is (the Node was
+ * deleted and registered again: another UID). Not free either: it is not this machine's disk (ADR 35).
+ */
+export const REASON_NODE_REPLACED = 'NodeReplaced';
 
 /** Kubernetes limits the name and label rules must respect. */
 export const MAX_NAME_LENGTH = 253;

@@ -1,6 +1,6 @@
 // Which disk may be handed out as free (by `reserve --node X` / `reserve -l …` without --all, and by
 // everything else that hands out disks): one that is really free and usable, and when none is, why not.
-import { AUTO_OWNER, AUTO_RESERVE_VALUE, LABEL_AUTO_RESERVE } from './constants.ts';
+import { AUTO_OWNER, AUTO_RESERVE_VALUE, CONDITION, CORDONED_VALUE, LABEL_AUTO_RESERVE, LABEL_CORDONED, REASON_NODE_GONE, REASON_NODE_REPLACED } from './constants.ts';
 import type { NodeDisk } from './v1alpha1/types.ts';
 
 /** Why `nd` cannot be handed out as a free disk, or undefined when it can. */
@@ -13,6 +13,12 @@ export function notFreeBecause(nd: NodeDisk): string | undefined {
   }
   // The controller has not acted on the label yet: the disk is as good as taken.
   if (nd.metadata.labels?.[LABEL_AUTO_RESERVE] === AUTO_RESERVE_VALUE) return `is labelled ${LABEL_AUTO_RESERVE}=true (being reserved by the label policy)`;
+  // A person took it out of service (kubectl nodedisks cordon).
+  if (nd.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE) return `is cordoned (label ${LABEL_CORDONED}=true; kubectl nodedisks uncordon puts it back)`;
+  // The controller found no Node of that name: the disk went with its machine (ADR 35).
+  if (nd.status?.conditions?.some((c) => c.type === CONDITION.ready && c.reason === REASON_NODE_GONE)) return `is on node ${nd.spec.nodeName}, which is gone (no Node object)`;
+  if (nd.status?.conditions?.some((c) => c.type === CONDITION.ready && c.reason === REASON_NODE_REPLACED))
+    return `was found on another machine than node ${nd.spec.nodeName} is now (another Node UID)`;
   const node = nd.status?.node;
   if (!node?.phase) return 'has not been reported by its node agent yet';
   if (node.phase !== 'Available') return `is in phase ${node.phase}${node.message ? ` (${node.message})` : ''}`;

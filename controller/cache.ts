@@ -2,11 +2,12 @@
 // the conditions read (ADR 23: on a large fleet whole objects, managedFields above all, were most of the
 // controller's memory). Everything else of the object is dropped as it arrives.
 //
-// Kept: metadata name, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp and the
-// labels (the policy's auto-reserve label; a NodeDiskClaim's selector may name any); spec.nodeName, spec.path, spec.desired; status as it is (node report and the
-// controller's own conditions, small). A field the controller starts to read must be kept here too:
-// test/unit/cache.test.ts decides, reports and writes from the lean copy and from the whole object and
-// requires the same result.
+// Kept: metadata name, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, finalizers
+// (what keeps the disk of a gone node, ADR 35) and the labels (the policy's auto-reserve and cordoned
+// labels; a NodeDiskClaim's selector may name any); spec.nodeName, spec.path, spec.desired; status as it
+// is (node report and the controller's own conditions, small). A field the controller starts to read must
+// be kept here too: test/unit/cache.test.ts decides, reports and writes from the lean copy and from the
+// whole object and requires the same result.
 import { API_VERSION, KIND } from '../api/constants.ts';
 import type { NodeDisk, ObjectMeta } from '../api/v1alpha1/types.ts';
 
@@ -19,7 +20,8 @@ export function leanNodeDisk(nd: NodeDisk): NodeDisk {
   if (m.generation !== undefined) metadata.generation = m.generation;
   if (m.creationTimestamp !== undefined) metadata.creationTimestamp = m.creationTimestamp;
   if (m.deletionTimestamp !== undefined) metadata.deletionTimestamp = m.deletionTimestamp;
-  // All labels, by reference: the policy reads the auto-reserve label, a claim's selector any of them.
+  if (m.finalizers !== undefined) metadata.finalizers = m.finalizers;
+  // All labels, by reference: the policy reads the auto-reserve and cordoned labels, a claim's selector any of them.
   if (m.labels !== undefined) metadata.labels = m.labels;
   const { nodeName, path, desired } = nd.spec;
   const spec = { nodeName, path, ...(desired !== undefined ? { desired } : {}) } as NodeDisk['spec'];

@@ -2,7 +2,7 @@
 // wait, kstatus, Argo CD and Flux look) with status.observedGeneration, and the seed's status.controller
 // (accepted, observedGeneration); see docs/adr/0020-conditions-at-status-conditions.md.
 // lastTransitionTime moves only when a condition's status changes (metav1.Condition semantics).
-import { CONDITION } from '../api/constants.ts';
+import { CONDITION, FINALIZER, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../api/constants.ts';
 import type { Condition, ConditionStatus, ControllerStatus, NodeDisk, NodeDiskStatus } from '../api/v1alpha1/types.ts';
 import type { AgentLiveness } from './agent-liveness.ts';
 import type { PolicyDecision } from './policy.ts';
@@ -44,6 +44,61 @@ export function readyCondition(nd: NodeDisk, now: number, staleAfterMs: number, 
   }
   const recheckAt = Number.isNaN(seen) ? undefined : seen + staleAfterMs + 1000;
   return verdict(nd, desired, recheckAt !== undefined ? { recheckAt } : {});
+}
+
+/** A duration as Go prints one, shortest form: 1h, 90s → 1m30s, 250ms. */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${ms}ms`;
+  const total = Math.round(ms / 1000);
+  const [h, m, s] = [Math.floor(total / 3600), Math.floor((total % 3600) / 60), total % 60];
+  return `${h ? `${h}h` : ''}${m ? `${m}m` : ''}${s || (!h && !m) ? `${s}s` : ''}`;
+}
+
+/** Why a NodeDisk of a gone node must stay after the grace period (a reservation never goes silently), or undefined. */
+export function keptBecause(nd: NodeDisk): string | undefined {
+  if (nd.metadata.deletionTimestamp) return 'it is being deleted';
+  const d = nd.spec.desired;
+  if (d?.state === 'Reserved') {
+    const who = d.owner ? `by ${d.owner}` : 'with no owner';
+    return `it is reserved ${who}: it stays until a person releases it (kubectl nodedisks release, or kubectl nodedisks prune)`;
+  }
+  if (nd.metadata.finalizers?.includes(FINALIZER))
+    return `it still has the node agent's finalizer ${FINALIZER} (a marker may be on the node): it stays until a person removes it (kubectl nodedisks prune)`;
+  return undefined;
+}
+
+/**
+ * Ready of a NodeDisk whose Node object does not exist: False, NodeGone, naming the node; says whether and
+ * when the NodeDisk is deleted. `deleteAt` is wall-clock ms; the message changes only when it does.
+ */
+export function nodeGoneCondition(nd: NodeDisk, goneSince: number, graceMs: number): ReadyVerdict {
+  const node = nd.spec.nodeName;
+  const since = new Date(goneSince).toISOString().replace(/\.\d+Z$/, 'Z');
+  const kept = keptBecause(nd);
+  const then = kept
+    ? `; ${kept}`
+    : `; not reserved, it is deleted after the grace period of ${formatDuration(graceMs)}, at ${new Date(goneSince + graceMs).toISOString().replace(/\.\d+Z$/, 'Z')}`;
+  return {
+    status: 'False',
+    reason: REASON_NODE_GONE,
+    message: `node ${node} is gone: no Node object of that name (noticed at ${since})${then}`,
+    ...(kept ? {} : { recheckAt: goneSince + graceMs }),
+  };
+}
+
+/**
+ * Ready of a NodeDisk reported by another machine than the Node of its name now is (a new UID): False,
+ * NodeReplaced. Reserved, it stays until a person releases it (the new machine's agent leaves it alone);
+ * not reserved, the new machine's agent reports it afresh, which ends this.
+ */
+export function nodeReplacedCondition(nd: NodeDisk, nodeUID: string): ReadyVerdict {
+  const node = nd.spec.nodeName;
+  const kept = keptBecause(nd);
+  return {
+    status: 'False',
+    reason: REASON_NODE_REPLACED,
+    message: `node ${node} is another machine now (Node UID ${nodeUID}); this disk was found on the one before (Node UID ${nd.status?.node?.nodeUID})${kept ? `; ${kept}` : "; not reserved, the new machine's agent reports its own disk under this name"}`,
+  };
 }
 
 /** The verdict of a report that is not stale. */

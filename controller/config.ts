@@ -19,6 +19,8 @@ export interface ControllerConfig {
   staleAfterMs: number;
   agentLeaseNamespace: string;
   firstReportGraceMs: number;
+  nodeLifecycle: boolean;
+  nodeGoneGraceMs: number;
   workers: number;
   kubeApiQps: number;
   kubeApiBurst: number;
@@ -53,6 +55,18 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
       default: env.AGENT_REPORT_GRACE ?? '5s',
       describe: "How long a new NodeDisk waits for its agent's first report before its status says WaitingForAgent (one status write per new disk instead of two); 0 writes at once",
     })
+    // Long enough for a reboot, a brief deletion and re-registration, or a machine's replacement under the
+    // same name to show up before its disks are forgotten (ADR 35).
+    .option('node-lifecycle', {
+      type: 'boolean',
+      default: true,
+      describe: 'Watch Nodes: the NodeDisks of a deleted Node turn Ready False (NodeGone), are not reserved by the label, and the unreserved ones are deleted after --node-gone-grace',
+    })
+    .option('node-gone-grace', {
+      type: 'string',
+      default: env.NODE_GONE_GRACE ?? '1h',
+      describe: 'How long the NodeDisks of a deleted Node stay (Ready False, NodeGone) before the unreserved ones are deleted; reserved ones stay until a person releases them',
+    })
     // kube-controller-manager's default for its concurrent syncs (--concurrent-deployment-syncs and the
     // like): enough to keep several requests in flight per round trip, few enough to keep the API server's
     // queue short. Each worker holds one NodeDisk at a time; the queue never hands one to two workers.
@@ -77,6 +91,8 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     staleAfterMs: parseDuration(a['agent-stale-after'], '--agent-stale-after'),
     agentLeaseNamespace: a['agent-lease-namespace'],
     firstReportGraceMs: a['agent-report-grace'] === '0' ? 0 : parseDuration(a['agent-report-grace'], '--agent-report-grace'),
+    nodeLifecycle: a['node-lifecycle'],
+    nodeGoneGraceMs: parseDuration(a['node-gone-grace'], '--node-gone-grace'),
     workers: a.workers,
     kubeApiQps: a['kube-api-qps'],
     kubeApiBurst: a['kube-api-burst'],

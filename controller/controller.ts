@@ -10,6 +10,7 @@ import type { ControllerMetrics } from './metrics.ts';
 import { WorkQueue } from '../lib/kube/workqueue.ts';
 import type { Reconciler } from './reconciler.ts';
 import { leanNodeDisk } from './cache.ts';
+import type { Nodes } from './nodes.ts';
 
 export interface ControllerOptions {
   client: NodeDiskClient;
@@ -19,6 +20,8 @@ export interface ControllerOptions {
   metrics: ControllerMetrics;
   /** A NodeDisk was added, changed or deleted (the claims binder looks at the claims it concerns). */
   onNodeDisk?: (name: string) => void;
+  /** Which Nodes exist (the node lifecycle, ADR 35): run and counted with the controller when given. */
+  nodes?: Nodes;
 }
 
 export class Controller {
@@ -31,11 +34,15 @@ export class Controller {
     this.informer = new Informer<NodeDisk>(
       { list: (l) => o.client.list(l), listText: (l) => o.client.listText(l), watch: (w, s) => o.client.watch(w, s) },
       {
-        onUpsert: (nd) => {
+        onUpsert: (nd, old) => {
+          if (!old) o.nodes?.trackDisk(nd.spec.nodeName, 1);
           this.queue.add(nd.metadata.name ?? '');
           o.onNodeDisk?.(nd.metadata.name ?? '');
         },
-        onDelete: (nd) => o.onNodeDisk?.(nd.metadata.name ?? ''),
+        onDelete: (nd) => {
+          o.nodes?.trackDisk(nd.spec.nodeName, -1);
+          o.onNodeDisk?.(nd.metadata.name ?? '');
+        },
         // A relist looks at every NodeDisk again: a sweep, behind the ones something happened to (a
         // changed object of the relist is an upsert first).
         onSync: () => {
@@ -57,6 +64,8 @@ export class Controller {
   readiness(): string | undefined {
     if (!this.informer.hasSynced) return `informer not synced${this.informer.error ? `: ${this.informer.error.message}` : ''}`;
     if (this.informer.error) return `cannot list or watch NodeDisks: ${this.informer.error.message}`;
+    const nodes = this.o.nodes?.readiness();
+    if (nodes) return nodes;
     if (this.failing) return `the last write failed (nodedisk ${this.failing.name}): ${this.failing.error}`;
     return undefined;
   }
@@ -64,9 +73,10 @@ export class Controller {
   /** Runs the informer and the workers until `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
     const informerDone = this.informer.run(signal);
+    const nodesDone = this.o.nodes?.run(signal);
     signal.addEventListener('abort', () => this.queue.shutDown(), { once: true });
     const workers = Array.from({ length: this.o.workers }, () => this.worker(signal));
-    await Promise.all([informerDone, ...workers]);
+    await Promise.all([informerDone, nodesDone, ...workers]);
   }
 
   private async worker(signal: AbortSignal): Promise<void> {
@@ -79,7 +89,7 @@ export class Controller {
       if (!nd) {
         this.queue.forget(name);
         this.queue.done(name);
-        continue; // deleted: nothing to do, nothing is ever deleted by us
+        continue; // deleted: nothing to do (what this controller deletes, ADR 35, is gone from the cache too)
       }
       const end = metrics.reconcileSeconds.startTimer();
       try {

@@ -14,6 +14,7 @@ import { EventRecorder } from './events.ts';
 import { AgentHeartbeats } from './agent-liveness.ts';
 import { LeaderElector, NotLeaderError } from '../lib/kube/leader-election.ts';
 import { controllerMetrics } from './metrics.ts';
+import { Nodes } from './nodes.ts';
 import { Reconciler } from './reconciler.ts';
 
 const { config, rest: baseRest } = configuredOrExit(() => {
@@ -69,6 +70,17 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
       b.diskChanged();
     },
   });
+  // A node that appeared, went or was replaced: its disks are decided again (NodeGone, ADR 35).
+  const nodes: Nodes | undefined = config.nodeLifecycle
+    ? new Nodes({
+        rest: termRest,
+        log,
+        onChange: (changed) => {
+          for (const [name, nd] of c.informer.cache) if (changed.has(nd.spec.nodeName)) c.queue.add(name);
+          b.diskChanged();
+        },
+      })
+    : undefined;
   const reconciler = new Reconciler({
     client,
     events: new EventRecorder(termRest, config.identity, log),
@@ -77,8 +89,10 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
     staleAfterMs: config.staleAfterMs,
     firstReportGraceMs: config.firstReportGraceMs,
     heartbeats,
+    ...(nodes ? { nodes } : {}),
+    nodeGoneGraceMs: config.nodeGoneGraceMs,
   });
-  const c = new Controller({ client, reconciler, workers: config.workers, log, metrics, onNodeDisk: (name) => b.diskChanged(name) });
+  const c = new Controller({ client, reconciler, workers: config.workers, log, metrics, onNodeDisk: (name) => b.diskChanged(name), ...(nodes ? { nodes } : {}) });
   const b: Binder = new Binder({
     claims: new NodeDiskClaimClient(termRest),
     disks: client,
@@ -104,7 +118,15 @@ const ops = await opsServerOrExit({
     return controller ? (controller.readiness() ?? binder?.readiness() ?? heartbeats?.readiness()) : 'starting';
   },
 });
-log.info('controller started', { httpPort: ops.port, leaderElect: config.leaderElect, workers: config.workers, kubeApiQps: config.kubeApiQps, kubeApiBurst: config.kubeApiBurst });
+log.info('controller started', {
+  httpPort: ops.port,
+  leaderElect: config.leaderElect,
+  nodeLifecycle: config.nodeLifecycle,
+  nodeGoneGraceMs: config.nodeGoneGraceMs,
+  workers: config.workers,
+  kubeApiQps: config.kubeApiQps,
+  kubeApiBurst: config.kubeApiBurst,
+});
 // The heap must fit the container's memory limit (docs/adr/0023): say so at once if it was not sized.
 const memoryLimit = cgroupMemoryLimit();
 const heapWarning = heapProblem(memoryLimit);

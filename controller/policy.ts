@@ -1,7 +1,8 @@
 // The label policy of docs/design.md, as a pure function of one NodeDisk:
 // - label auto-reserve=true            → spec.desired = {Reserved, auto}
 // - label absent or not "true", owner auto → spec.desired = {Available}, owner cleared
-// - a reservation by anyone else is never changed; when the label asks for it, say why it had no effect.
+// - a reservation by anyone else is never changed; when the label asks for it, say why it had no effect;
+// - a disk that may not be handed out (its node is gone) is not reserved by the label: say why.
 import { AUTO_OWNER, AUTO_RESERVE_VALUE, LABEL_AUTO_RESERVE } from '../api/constants.ts';
 import type { DesiredSpec, NodeDisk } from '../api/v1alpha1/types.ts';
 
@@ -15,7 +16,13 @@ export interface PolicyNote {
   conflict?: boolean;
 }
 
-export function decide(nd: NodeDisk): PolicyDecision {
+/** Why a free disk may not be reserved by the label now, in CamelCase and in words ("node x is gone"). */
+export interface Refusal {
+  reason: string;
+  message: string;
+}
+
+export function decide(nd: NodeDisk, refusal?: Refusal): PolicyDecision {
   const label = nd.metadata.labels?.[LABEL_AUTO_RESERVE];
   const wantsReservation = label === AUTO_RESERVE_VALUE;
   const state = nd.spec.desired?.state ?? 'Available';
@@ -33,6 +40,9 @@ export function decide(nd: NodeDisk): PolicyDecision {
           conflict: true,
         },
       };
+    }
+    if (refusal) {
+      return { action: 'none', note: { reason: refusal.reason, message: `label ${LABEL_AUTO_RESERVE}=true has no effect: ${refusal.message}`, conflict: true } };
     }
     return {
       action: 'reserve',

@@ -7,16 +7,22 @@
 // body): the API server refuses it with 409 Conflict if anyone wrote in between, a person reserving the
 // disk by hand above all. A refused decision is taken again from a fresh GET, not from the informer cache,
 // which may not have the newer version yet. See docs/adr/0011-conditional-writes-and-leadership.md.
-import { API_VERSION, FIELD_MANAGER, KIND } from '../api/constants.ts';
+//
+// A NodeDisk whose Node object does not exist (ADR 35) is Ready False (NodeGone), is not reserved by the
+// label, and once its node has been gone for the grace period it is deleted, if nothing holds it: a
+// reservation or the agent's finalizer keeps it, visibly, until a person acts. The delete is conditional
+// on the version decided from, as every write here.
+import { API_VERSION, CORDONED_VALUE, FIELD_MANAGER, KIND, LABEL_CORDONED, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../api/constants.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { isApiError, isStaleVersionConflict } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/runtime/log.ts';
-import { controllerStatus, readyCondition, sameControllerStatus } from './conditions.ts';
+import { controllerStatus, formatDuration, keptBecause, nodeGoneCondition, nodeReplacedCondition, readyCondition, sameControllerStatus, type ReadyVerdict } from './conditions.ts';
 import type { EventRecorder } from './events.ts';
 import type { AgentHeartbeats } from './agent-liveness.ts';
 import type { ControllerMetrics } from './metrics.ts';
-import { decide } from './policy.ts';
+import type { Nodes } from './nodes.ts';
+import { decide, type Refusal } from './policy.ts';
 
 export interface ReconcilerOptions {
   client: NodeDiskClient;
@@ -34,6 +40,10 @@ export interface ReconcilerOptions {
    * milliseconds; a disk no agent reports within the grace still gets WaitingForAgent.
    */
   firstReportGraceMs?: number;
+  /** Which Nodes exist (./nodes.ts): without it no node is ever judged gone. */
+  nodes?: Pick<Nodes, 'hasSynced' | 'exists' | 'goneSince' | 'uid'>;
+  /** How long the NodeDisks of a gone node stay before the unreserved ones are deleted. */
+  nodeGoneGraceMs?: number;
 }
 
 export interface ReconcileResult {
@@ -98,7 +108,24 @@ export class Reconciler {
     let wrote = false;
     const meta = () => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name, resourceVersion: current.metadata.resourceVersion } }) as const;
 
-    const decision = decide(current);
+    const nodes = this.o.nodes;
+    // Nothing is judged gone before the Nodes are known: every node would look gone.
+    if (nodes && !nodes.hasSynced) return { requeueAfterMs: 1000 };
+    const node = current.spec.nodeName;
+    const gone = nodes !== undefined && !nodes.exists(node);
+    // Found on the machine before this one of the name (ADR 35): the Node's UID is not the one reported.
+    const reportedUID = current.status?.node?.nodeUID;
+    const nodeUID = nodes && !gone ? nodes.uid(node) : undefined;
+    const replaced = reportedUID !== undefined && nodeUID !== undefined && reportedUID !== nodeUID;
+    const refusal: Refusal | undefined = gone
+      ? { reason: REASON_NODE_GONE, message: `its node ${node} is gone (no Node object)` }
+      : replaced
+        ? { reason: REASON_NODE_REPLACED, message: `it was found on another machine than node ${node} is now (Node UID ${reportedUID}, now ${nodeUID})` }
+        : current.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE
+          ? { reason: 'Cordoned', message: `the disk is cordoned (label ${LABEL_CORDONED}=true): kubectl nodedisks uncordon puts it back in service` }
+          : undefined;
+
+    const decision = decide(current, refusal);
     if (decision.action !== 'none') {
       // force: the default Available belongs to the creator (the agent); see docs/adr/0004. The
       // resourceVersion keeps force from taking anything decided on a stale view: see the header.
@@ -111,13 +138,31 @@ export class Reconciler {
     }
 
     const now = Date.now();
-    const wait = this.firstReportWait(current, now);
-    if (wait > 0) return { updated: current, wrote, requeueAfterMs: wait };
-    const heartbeats = this.o.heartbeats;
-    // Staleness is not judged before the heartbeat Leases are known: a node would look Lease-less.
-    if (heartbeats && !heartbeats.hasSynced) return { updated: current, wrote, requeueAfterMs: 1000 };
-    const ready = readyCondition(current, now, this.o.staleAfterMs, heartbeats?.liveness(current.spec.nodeName));
-    const after = decide(current);
+    let ready: ReadyVerdict;
+    if (nodes && gone) {
+      const graceMs = this.o.nodeGoneGraceMs ?? 3_600_000;
+      const since = nodes.goneSince(node);
+      if (now >= since + graceMs && keptBecause(current) === undefined) {
+        const { uid, resourceVersion } = current.metadata;
+        await client.delete(name, { preconditions: { ...(uid ? { uid } : {}), ...(resourceVersion ? { resourceVersion } : {}) } });
+        metrics.writes.inc({ kind: 'delete' });
+        const message = `node ${node} has been gone for more than ${formatDuration(graceMs)} and the disk was not reserved: NodeDisk deleted`;
+        log.info(message, { nodeDisk: name, node });
+        await events.record(current, 'Normal', REASON_NODE_GONE, 'Delete', message);
+        return { deleted: true, wrote: true };
+      }
+      ready = nodeGoneCondition(current, since, graceMs);
+    } else if (replaced) {
+      ready = nodeReplacedCondition(current, nodeUID);
+    } else {
+      const wait = this.firstReportWait(current, now);
+      if (wait > 0) return { updated: current, wrote, requeueAfterMs: wait };
+      const heartbeats = this.o.heartbeats;
+      // Staleness is not judged before the heartbeat Leases are known: a node would look Lease-less.
+      if (heartbeats && !heartbeats.hasSynced) return { updated: current, wrote, requeueAfterMs: 1000 };
+      ready = readyCondition(current, now, this.o.staleAfterMs, heartbeats?.liveness(node));
+    }
+    const after = decide(current, refusal);
     const status = controllerStatus(current, after, ready, new Date(now));
     if (!sameControllerStatus(current.status, status)) {
       const prevAccepted = current.status?.conditions?.find((c) => c.type === 'Accepted');

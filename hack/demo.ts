@@ -52,7 +52,7 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 
 try {
   const logs = join(work, 'logs');
-  programs.push(await startController(cp, { logDir: logs }));
+  programs.push(await startController(cp, { logDir: logs, nodeLifecycle: true }));
   for (const node of NODES) {
     const diskDir = join(work, 'nodes', node, 'disks');
     await seedDisks(diskDir, DISKS_PER_NODE, DISK_BYTES);

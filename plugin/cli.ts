@@ -1,6 +1,8 @@
 // kubectl nodedisks: the command line. Global flags are kubectl's; each command lives in ./cmd/.
 import { commandHelp, globalHelp, parseCommand, type CommandSpec } from './args.ts';
 import { completionScript, complete, SHELLS } from './cmd/completion.ts';
+import { cordonCommand, uncordonCommand } from './cmd/cordon.ts';
+import { pruneCommand } from './cmd/prune.ts';
 import { gitopsCommand } from './cmd/gitops.ts';
 import { listCommand } from './cmd/list.ts';
 import { releaseCommand, reserveCommand } from './cmd/reserve.ts';
@@ -35,7 +37,19 @@ const versionCommand: CommandSpec = {
   run: async (session) => session.io.out(`${versionLine()}\n`),
 };
 
-export const COMMANDS: CommandSpec<never>[] = [listCommand, statusCommand, reserveCommand, releaseCommand, waitCommand, gitopsCommand, completionCommand, versionCommand] as CommandSpec<never>[];
+export const COMMANDS: CommandSpec<never>[] = [
+  listCommand,
+  statusCommand,
+  reserveCommand,
+  releaseCommand,
+  cordonCommand,
+  uncordonCommand,
+  pruneCommand,
+  waitCommand,
+  gitopsCommand,
+  completionCommand,
+  versionCommand,
+] as CommandSpec<never>[];
 
 function find(name: string): CommandSpec<never> | undefined {
   return COMMANDS.find((c) => c.name === name || c.aliases?.includes(name));
@@ -44,7 +58,7 @@ function find(name: string): CommandSpec<never> | undefined {
 export function rootHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 2;
   return (
-    'kubectl nodedisks lists, inspects, reserves, releases and waits for node-local disks (NodeDisks),\n' +
+    'kubectl nodedisks lists, inspects, reserves, releases, cordons, prunes and waits for node-local disks (NodeDisks),\n' +
     'and writes the same changes as Kustomize overlays for Argo CD or Flux.\n\n' +
     'Commands:\n' +
     COMMANDS.map((c) => `  ${c.name.padEnd(width)}${c.summary}${c.aliases?.length ? ` (alias: ${c.aliases.join(', ')})` : ''}`).join('\n') +

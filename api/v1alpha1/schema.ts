@@ -204,6 +204,12 @@ export const nodeDiskSchema: SchemaProps = {
             capacityBytes: { type: 'integer', description: 'Size of the disk image file in bytes.', format: 'int64', minimum: 0 },
             lastSeenTime: { type: 'string', description: 'When the node agent last reported this disk (at least every heartbeat, 5 minutes by default).', format: 'date-time' },
             message: { type: 'string', description: "The node agent's explanation of the phase, and what to do about an Error.", maxLength: MAX_MESSAGE_LENGTH },
+            nodeUID: {
+              type: 'string',
+              description:
+                "The UID of the Node object of the machine this disk was found on, as its agent's token names it. A Node of the same name with another UID is another machine: it does not inherit this NodeDisk's reservation.",
+              maxLength: 128,
+            },
           },
         },
         controller: {
@@ -241,6 +247,8 @@ export const printerColumns: PrinterColumn[] = [
   { name: 'Owner', type: 'string', jsonPath: '.spec.desired.owner', priority: 1 },
   { name: 'Capacity', type: 'integer', jsonPath: '.status.node.capacityBytes', priority: 1 },
   { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', priority: 1 },
+  // The label of kubectl nodedisks cordon (ADR 35): "true" on a disk nobody hands out.
+  { name: 'Cordoned', type: 'string', jsonPath: '.metadata.labels.localtest\\.example\\.com/cordoned', priority: 1 },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', priority: 1 },
 ];
 

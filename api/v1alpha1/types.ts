@@ -38,6 +38,8 @@ export interface NodeStatus {
   capacityBytes?: number;
   lastSeenTime?: string;
   message?: string;
+  /** The UID of the Node object of the machine whose agent reports this disk (ADR 35). */
+  nodeUID?: string;
 }
 
 /** Written by the controller only: the seed's two fields (its conditions are at status.conditions, ADR 20). */

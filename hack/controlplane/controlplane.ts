@@ -394,6 +394,18 @@ export class ControlPlane {
     });
   }
 
+  /**
+   * The agent identity of another machine registered under `nodeName`: a token bound to the Node as it is
+   * now (its UID), cached as `machine`'s. A Node deleted and created again has another UID, and the
+   * tokens bound to the old one no longer authenticate.
+   */
+  async agentOfMachine(nodeName: string, machine: string): Promise<Identity> {
+    return await this.identity(`agent-${nodeName}-${machine}`, async () => {
+      const node = await this.ensureNode(nodeName);
+      return await this.serviceAccountToken('node-disks-agent', { kind: 'Node', apiVersion: 'v1', name: nodeName, uid: node.uid });
+    });
+  }
+
   /** A Node object (no kubelet runs; the object is what tokens bind to and what the demo lists). */
   async ensureNode(nodeName: string): Promise<{ uid: string }> {
     // A node name may be longer than a label value (63): such a Node simply has no hostname label here.

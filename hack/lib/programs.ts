@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DEFAULT_DISK_DIR } from '../../api/constants.ts';
 import { REPO_ROOT } from './paths.ts';
 import { ServerProcess } from './process.ts';
-import type { ControlPlane } from '../controlplane/controlplane.ts';
+import type { ControlPlane, Identity } from '../controlplane/controlplane.ts';
 
 export const AGENT_MAIN = join(REPO_ROOT, 'agent/main.ts');
 export const CONTROLLER_MAIN = join(REPO_ROOT, 'controller/main.ts');
@@ -72,12 +72,17 @@ export interface AgentLaunch {
   heartbeat?: string;
   rescanInterval?: string;
   extraArgs?: string[];
+  /** The agent's identity, if not the node's first (ControlPlane.agentOfMachine: a machine registered again). */
+  identity?: Identity;
+  /** The program's name in logs (default agent-<node>). */
+  name?: string;
 }
 
 export async function startAgent(cp: ControlPlane, o: AgentLaunch): Promise<Program> {
-  const identity = await cp.agent(o.node);
+  const identity = o.identity ?? (await cp.agent(o.node));
   await mkdir(o.logDir, { recursive: true });
-  return new Program(`agent-${o.node}`, join(o.logDir, `agent-${o.node}.log`), AGENT_MAIN, [
+  const name = o.name ?? `agent-${o.node}`;
+  return new Program(name, join(o.logDir, `${name}.log`), AGENT_MAIN, [
     `--kubeconfig=${identity.kubeconfig}`,
     `--node-name=${o.node}`,
     `--disk-dir=${o.diskDir}`,
@@ -95,6 +100,11 @@ export interface ControllerLaunch {
   /** Another kubeconfig of the controller's identity (one that points at a proxy, say). */
   kubeconfig?: string;
   extraArgs?: string[];
+  /**
+   * Watch Nodes (--node-lifecycle, ADR 35). Off unless asked for: most tests make NodeDisks of nodes that
+   * have no Node object, which the lifecycle would judge gone. The demo's agents make their Nodes.
+   */
+  nodeLifecycle?: boolean;
 }
 
 export async function startController(cp: ControlPlane, o: ControllerLaunch): Promise<Program> {
@@ -105,6 +115,7 @@ export async function startController(cp: ControlPlane, o: ControllerLaunch): Pr
     `--kubeconfig=${o.kubeconfig ?? identity.kubeconfig}`,
     '--http-address=127.0.0.1:0',
     `--identity=${id}`,
+    `--node-lifecycle=${o.nodeLifecycle === true}`,
     ...(o.extraArgs ?? []),
   ]).launch();
 }

@@ -16,7 +16,7 @@ export interface LeaseSpec {
 export interface Lease {
   apiVersion?: typeof LEASES_API;
   kind?: 'Lease';
-  metadata: Pick<ObjectMeta, 'name' | 'namespace' | 'resourceVersion' | 'labels' | 'managedFields'>;
+  metadata: Pick<ObjectMeta, 'name' | 'namespace' | 'resourceVersion' | 'labels' | 'ownerReferences' | 'managedFields'>;
   spec?: LeaseSpec;
 }
 

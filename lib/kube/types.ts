@@ -13,6 +13,16 @@ export interface ManagedFieldsEntry {
   subresource?: string;
 }
 
+/** metav1.OwnerReference */
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
 /** The part of metav1.ObjectMeta in use. */
 export interface ObjectMeta {
   name?: string;
@@ -26,6 +36,7 @@ export interface ObjectMeta {
   finalizers?: string[];
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
+  ownerReferences?: OwnerReference[];
   managedFields?: ManagedFieldsEntry[];
 }
 

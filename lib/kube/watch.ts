@@ -19,9 +19,10 @@ export type WatchEvent<T> = { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK
 /**
  * Yields watch events until the server closes the stream or `signal` aborts.
  * An ERROR event (410 Gone when the resourceVersion is too old) is yielded, not thrown: the caller relists.
+ * `accept` asks for another form of the objects (metadata only, PartialObjectMetadata, say).
  */
-export async function* watch<T>(client: RestClient, path: string, query: Query, signal?: AbortSignal): AsyncGenerator<WatchEvent<T>> {
-  const res = await client.open('GET', path, { query: { ...query, watch: true }, stream: true, ...(signal ? { signal } : {}) });
+export async function* watch<T>(client: RestClient, path: string, query: Query, signal?: AbortSignal, accept?: string): AsyncGenerator<WatchEvent<T>> {
+  const res = await client.open('GET', path, { query: { ...query, watch: true }, stream: true, ...(signal ? { signal } : {}), ...(accept ? { accept } : {}) });
   let buffered = '';
   try {
     for await (const chunk of res) {

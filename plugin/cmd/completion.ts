@@ -110,7 +110,7 @@ async function candidatesFor(t: Typed, current: string, commands: CommandSpec[],
   const name = t.command.name;
   if (name === 'completion') return noFile(t.positionals.length ? [] : [...SHELLS]);
   if (name === 'gitops' && t.positionals.length === 0) return noFile(['reserve', 'release']);
-  if (['list', 'status', 'reserve', 'release', 'wait', 'gitops'].includes(name)) {
+  if (['list', 'status', 'reserve', 'release', 'cordon', 'uncordon', 'wait', 'gitops'].includes(name)) {
     return noFile(await columnValues(sessionFor(t, io), t.values.node, current, 'Name'));
   }
   return noFile([]);

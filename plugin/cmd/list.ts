@@ -35,7 +35,7 @@ export const listCommand: CommandSpec<ListArgs> = {
   aliases: ['get'],
   summary: 'List NodeDisks, exactly as kubectl get nodedisks prints them',
   description:
-    'List NodeDisks, exactly as kubectl get nodedisks prints them: NAME NODE DISK DESIRED PHASE, and with -o wide OWNER CAPACITY READY AGE. ' +
+    'List NodeDisks, exactly as kubectl get nodedisks prints them: NAME NODE DISK DESIRED PHASE, and with -o wide OWNER CAPACITY READY CORDONED AGE. ' +
     'For a per-node summary with readable sizes, see kubectl nodedisks status.',
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
   flags: {

@@ -1,7 +1,7 @@
 // kubectl nodedisks status [NAME…]: per disk, desired vs reported vs the controller's view, in words;
 // with no name, a summary per node.
 import type { CommandSpec } from '../args.ts';
-import { AUTO_OWNER, CONDITION, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { AUTO_OWNER, CONDITION, CORDONED_VALUE, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE, LABEL_CORDONED } from '../../api/constants.ts';
 import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat-lease.ts';
 import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
@@ -13,6 +13,7 @@ import { age, iec } from '../kubectl/format.ts';
 import { table } from '../kubectl/tabwriter.ts';
 import { selected, resolveTargets, type SelectionFlags } from '../select.ts';
 import { SELECTION_FLAGS } from './flags.ts';
+import { goneBecause } from './prune.ts';
 
 export interface StatusArgs extends SelectionFlags {
   names: string[];
@@ -102,6 +103,12 @@ export function describe(nd: NodeDisk, now: number, agent?: string): string {
     ['Reported', node?.phase ? `${node.phase}${node.message ? `: ${node.message}` : ''}` : 'nothing yet'],
     ['Ready', ready ? `${ready.status} (${ready.reason}) ${ready.message}` : 'unknown: the controller has not looked at this disk yet'],
   ];
+  if (nd.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE) {
+    lines.push([
+      'Cordoned',
+      `yes (label ${LABEL_CORDONED}=true): handed out by nobody${nd.spec.desired?.state === 'Reserved' ? '; its reservation stays' : ''}; kubectl nodedisks uncordon puts it back`,
+    ]);
+  }
   if (accepted && accepted.status !== 'True') lines.push(['Accepted', `${accepted.status} (${accepted.reason}) ${accepted.message}`]);
   const gen = nd.metadata.generation;
   const observed = nd.status?.controller?.observedGeneration;
@@ -118,16 +125,19 @@ interface NodeSummary {
   available: number;
   missing: number;
   error: number;
+  cordoned: number;
   free: number;
   reservedBytes: number;
   lastSeen: number;
+  /** The controller judged the node gone or another machine (ADR 35): its disks are not available. */
+  gone: boolean;
 }
 
 export const statusCommand: CommandSpec<StatusArgs> = {
   name: 'status',
   summary: 'Explain disks: desired vs reported vs conditions; with no name, a summary per node',
   description:
-    'Explain NodeDisks in words: what is desired and who holds the reservation, what the node agent reports and when it last did, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing and failed disks, free and reserved capacity, and agents that stopped reporting (judged by their heartbeat Leases, as the controller judges them).',
+    'Explain NodeDisks in words: what is desired and who holds the reservation, what the node agent reports and when it last did, whether it is cordoned, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing, failed and cordoned disks, free and reserved capacity, and agents that stopped reporting (judged by their heartbeat Leases, as the controller judges them), or GONE for a node the controller found gone.',
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
   flags: {
     ...SELECTION_FLAGS,
@@ -152,13 +162,19 @@ export const statusCommand: CommandSpec<StatusArgs> = {
     const nodes = new Map<string, NodeSummary>();
     for await (const page of selected(session, args)) {
       for (const nd of page) {
-        const s = nodes.get(nd.spec.nodeName) ?? { disks: 0, reserved: 0, available: 0, missing: 0, error: 0, free: 0, reservedBytes: 0, lastSeen: 0 };
+        const s = nodes.get(nd.spec.nodeName) ?? { disks: 0, reserved: 0, available: 0, missing: 0, error: 0, cordoned: 0, free: 0, reservedBytes: 0, lastSeen: 0, gone: false };
         const phase = nd.status?.node?.phase;
         const bytes = nd.status?.node?.capacityBytes ?? 0;
         s.disks++;
         if (nd.spec.desired?.state === 'Reserved') {
           s.reserved++;
           s.reservedBytes += bytes;
+        } else if (goneBecause(nd) !== undefined) {
+          // Of a machine that is gone: nothing to hand out (kubectl nodedisks prune removes it).
+          s.gone = true;
+        } else if (nd.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE) {
+          // Out of service: neither available nor free capacity, whatever its phase.
+          s.cordoned++;
         } else if (phase === 'Available') {
           s.available++;
           s.free += bytes;
@@ -184,12 +200,13 @@ export const statusCommand: CommandSpec<StatusArgs> = {
         String(s.available),
         String(s.missing),
         String(s.error),
+        String(s.cordoned),
         iec(s.free),
         iec(s.reservedBytes),
         s.lastSeen ? `${age(new Date(s.lastSeen).toISOString(), now)} ago` : 'never',
-        agentVerdict(leases, name, s.lastSeen, now, staleMs).column,
+        s.gone ? 'GONE' : agentVerdict(leases, name, s.lastSeen, now, staleMs).column,
       ]);
-    session.io.out(table(['NODE', 'DISKS', 'RESERVED', 'AVAILABLE', 'MISSING', 'ERROR', 'FREE', 'RESERVED-CAPACITY', 'LAST-REPORT', 'AGENT'], rows));
+    session.io.out(table(['NODE', 'DISKS', 'RESERVED', 'AVAILABLE', 'MISSING', 'ERROR', 'CORDONED', 'FREE', 'RESERVED-CAPACITY', 'LAST-REPORT', 'AGENT'], rows));
     if (leases instanceof ApiError) {
       session.io.err(
         escapeControl(

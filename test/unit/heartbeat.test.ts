@@ -201,3 +201,22 @@ test.serial("heartbeat ages for the metrics: from renewTime at first sight, then
   );
   await flush();
 });
+
+test.serial("the Lease is owned by its Node once the agent knows the Node's UID; before that, it keeps the owner it had", async (t) => {
+  const sent: Lease[] = [];
+  let uid: string | undefined;
+  const b = new NodeHeartbeat({ rest: rest(), namespace: 'node-disks-system', nodeName: 'node-a', periodMs: 60_000, log: silent, nodeUID: () => uid });
+  const owned = { ...lease('1'), metadata: { ...lease('1').metadata, ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: 'node-a', uid: 'uid-old' }] } };
+  nock(SERVER)
+    .get(`${PATH}/${NAME}`)
+    .reply(200, owned)
+    .put(`${PATH}/${NAME}`, (l: Lease) => (sent.push(l), true))
+    .times(2)
+    .reply(200, owned);
+  await b.renew();
+  uid = 'uid-new';
+  await b.renew();
+  t.deepEqual(sent[0]?.metadata.ownerReferences, [{ apiVersion: 'v1', kind: 'Node', name: 'node-a', uid: 'uid-old' }], 'unknown UID: the owner as it was');
+  t.deepEqual(sent[1]?.metadata.ownerReferences, [{ apiVersion: 'v1', kind: 'Node', name: 'node-a', uid: 'uid-new' }], 'its Node of the moment, and only it');
+  t.true(nock.isDone());
+});
