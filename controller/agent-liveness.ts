@@ -18,6 +18,7 @@ import { Informer } from '../lib/kube/informer.ts';
 import type { RestClient } from '../lib/kube/rest.ts';
 import { watch } from '../lib/kube/watch.ts';
 import type { Logger } from '../lib/runtime/log.ts';
+import { TickBatch } from '../lib/runtime/tick-batch.ts';
 
 /** What a node's heartbeat says about its agent's reports. */
 export type AgentLiveness =
@@ -56,13 +57,14 @@ export class AgentHeartbeats {
   private readonly nodes = new Map<string, Seen>();
   /** Lease name → node it was held by, so a deleted (or re-held) Lease forgets the right node. */
   private readonly holders = new Map<string, string>();
-  private readonly pending = new Set<string>();
-  private flushScheduled = false;
+  /** One pass over the NodeDisks for all the nodes that changed together. */
+  private readonly batch: TickBatch<string>;
   private readonly monotonic: () => number;
   private readonly wall: () => number;
 
   constructor(o: HeartbeatsOptions) {
     this.o = o;
+    this.batch = new TickBatch((nodes) => this.o.onChange(nodes));
     this.monotonic = o.monotonic ?? (() => performance.now());
     this.wall = o.wall ?? (() => Date.now());
     const path = leasesPath(o.namespace);
@@ -180,15 +182,6 @@ export class AgentHeartbeats {
   }
 
   private changed(node: string): void {
-    this.pending.add(node);
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    // One pass over the NodeDisks for all the nodes that changed together (a relist, a controller start).
-    setImmediate(() => {
-      this.flushScheduled = false;
-      const nodes = new Set(this.pending);
-      this.pending.clear();
-      this.o.onChange(nodes);
-    });
+    this.batch.add(node);
   }
 }

@@ -16,6 +16,7 @@ import type { RestClient } from '../lib/kube/rest.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { watch } from '../lib/kube/watch.ts';
 import type { Logger } from '../lib/runtime/log.ts';
+import { TickBatch } from '../lib/runtime/tick-batch.ts';
 
 const NODES_PATH = '/api/v1/nodes';
 const AS_METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
@@ -39,8 +40,8 @@ export function leanNode(node: KubeObject): KubeObject {
 export class Nodes {
   readonly informer: Informer<KubeObject>;
   private readonly o: NodesOptions;
-  private readonly pending = new Set<string>();
-  private flushScheduled = false;
+  /** One pass over the NodeDisks for all the nodes that changed together. */
+  private readonly batch: TickBatch<string>;
   /** How many cached NodeDisks name each node (only nodes with at least one). */
   private readonly disks = new Map<string, number>();
   /** Wall-clock ms since when each node with NodeDisks has had no Node object. */
@@ -49,6 +50,7 @@ export class Nodes {
 
   constructor(o: NodesOptions) {
     this.o = o;
+    this.batch = new TickBatch((nodes) => this.o.onChange(nodes));
     this.wall = o.wall ?? (() => Date.now());
     this.informer = new Informer<KubeObject>(
       {
@@ -123,15 +125,6 @@ export class Nodes {
   }
 
   private changed(node: string): void {
-    this.pending.add(node);
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    // One pass over the NodeDisks for all the nodes that changed together (a relist, a scale-down).
-    setImmediate(() => {
-      this.flushScheduled = false;
-      const nodes = new Set(this.pending);
-      this.pending.clear();
-      this.o.onChange(nodes);
-    });
+    this.batch.add(node);
   }
 }
