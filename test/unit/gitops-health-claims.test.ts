@@ -129,7 +129,8 @@ for (const [expr, verdict] of [
 // a tool that waits on claims needs the checks above.
 test('kstatus: Bound and Ready is Current; waiting for the marker, Missing and Lost are InProgress; being deleted is Terminating; Pending has no Ready and is Current', (t) => {
   t.like(resultFor('testdata/healthy.yaml').kstatus, { status: 'Current', message: 'Resource is Ready' });
-  for (const f of ['progressing_waiting_for_marker', 'progressing_agent_stale', 'degraded_disk_missing', 'degraded_lost']) t.is(resultFor(`testdata/${f}.yaml`).kstatus.status, 'InProgress', f);
+  for (const f of ['progressing_waiting_for_marker', 'progressing_agent_stale', 'degraded_disk_missing', 'degraded_agent_error', 'degraded_lost'])
+    t.is(resultFor(`testdata/${f}.yaml`).kstatus.status, 'InProgress', f);
   t.like(resultFor('testdata/progressing_generation_not_observed.yaml').kstatus, {
     status: 'InProgress',
     message: 'NodeDiskClaim generation is 2, but latest observed generation is 1',
