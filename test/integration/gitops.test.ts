@@ -125,11 +125,19 @@ test.serial('a name the cluster does not have is refused with the fix; --offline
   t.regex(unreachable.stderr, /cannot reach the API server .*pass --offline to write the overlay without the cluster/);
 });
 
-test('the Argo CD example sets no instance-wide option: the argocd-cm it merges holds only the NodeDisk health check', async (t) => {
+test('the Argo CD example sets no instance-wide option: the argocd-cm it merges holds only the NodeDisk and NodeDiskClaim health checks', async (t) => {
   // argocd-cm is the whole Argo CD instance's configuration; application.resourceTrackingMethod there
   // would switch tracking for every application (and lose track of their live resources).
   const built = await kubectl(['kustomize', join(REPO_ROOT, 'kustomize/gitops/argocd')]);
   t.is(built.code, 0, built.stderr);
   const cm = (loadAll(built.stdout) as { kind: string; metadata: { name: string }; data?: Record<string, string> }[]).find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'argocd-cm');
-  t.deepEqual(Object.keys(cm?.data ?? {}), ['resource.customizations.health.localtest.example.com_NodeDisk']);
+  t.deepEqual(Object.keys(cm?.data ?? {}).sort(), ['resource.customizations.health.localtest.example.com_NodeDisk', 'resource.customizations.health.localtest.example.com_NodeDiskClaim']);
+  // The scripts the health tests judge, byte for byte.
+  for (const kind of ['NodeDisk', 'NodeDiskClaim']) {
+    t.is(
+      cm?.data?.[`resource.customizations.health.localtest.example.com_${kind}`],
+      readFileSync(join(REPO_ROOT, `kustomize/gitops/argocd/resource_customizations/localtest.example.com/${kind}/health.lua`), 'utf8'),
+      kind,
+    );
+  }
 });
