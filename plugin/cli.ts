@@ -1,5 +1,7 @@
 // kubectl nodedisks: the command line. Global flags are kubectl's; each command lives in ./cmd/.
 import { commandHelp, globalHelp, parseCommand, type CommandSpec } from './args.ts';
+import { claimCommand } from './cmd/claim.ts';
+import { claimsCommand } from './cmd/claims.ts';
 import { completionScript, complete, SHELLS } from './cmd/completion.ts';
 import { gitopsCommand } from './cmd/gitops.ts';
 import { listCommand } from './cmd/list.ts';
@@ -36,6 +38,8 @@ const versionCommand: CommandSpec = {
 };
 
 export const COMMANDS: CommandSpec<never>[] = [listCommand, statusCommand, reserveCommand, releaseCommand, waitCommand, gitopsCommand, completionCommand, versionCommand] as CommandSpec<never>[];
+// NodeDiskClaims: a team's own disks, in its namespace.
+COMMANDS.splice(COMMANDS.indexOf(waitCommand as CommandSpec<never>) + 1, 0, ...([claimCommand, claimsCommand] as CommandSpec<never>[]));
 
 function find(name: string): CommandSpec<never> | undefined {
   return COMMANDS.find((c) => c.name === name || c.aliases?.includes(name));
