@@ -1,5 +1,7 @@
 // kubectl nodedisks: the command line. Global flags are kubectl's; each command lives in ./cmd/.
 import { commandHelp, globalHelp, parseCommand, type CommandSpec } from './args.ts';
+import { claimCommand } from './cmd/claim.ts';
+import { claimsCommand } from './cmd/claims.ts';
 import { completionScript, complete, SHELLS } from './cmd/completion.ts';
 import { cordonCommand, uncordonCommand } from './cmd/cordon.ts';
 import { pruneCommand } from './cmd/prune.ts';
@@ -46,6 +48,9 @@ export const COMMANDS: CommandSpec<never>[] = [
   uncordonCommand,
   pruneCommand,
   waitCommand,
+  // NodeDiskClaims: a team's own disks, in its namespace.
+  claimCommand,
+  claimsCommand,
   gitopsCommand,
   completionCommand,
   versionCommand,

@@ -1,4 +1,5 @@
 // What every command gets: the parsed global (kubectl) flags turned into an API client, and output.
+import { NodeDiskClaimClient } from '../api/claim-client.ts';
 import { NodeDiskClient } from '../api/client.ts';
 import { loadKubeConfig, type ClusterAccess } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
@@ -81,6 +82,18 @@ export class Session {
       this.nodeDisks = new NodeDiskClient(this.rest);
     }
     return this.nodeDisks;
+  }
+
+  /** NodeDiskClaims, over the same connection as client(). */
+  claims(): NodeDiskClaimClient {
+    return new NodeDiskClaimClient(this.restClient());
+  }
+
+  /** -n/--namespace, or else the kubeconfig context's namespace ("default" when it names none), as kubectl picks it. */
+  namespace(flag: string | undefined): string {
+    if (flag !== undefined && flag !== '') return flag;
+    this.client();
+    return this.access?.namespace ?? 'default';
   }
 
   /** The REST client under client(), for the few reads that are not of NodeDisks (heartbeat Leases). */

@@ -80,6 +80,8 @@ export interface ClusterAccess {
   contextName: string;
   clusterName: string;
   userName: string;
+  /** The namespace of the context (kubectl's default for namespaced requests), or of the in-cluster ServiceAccount; "default" when none is set. */
+  namespace?: string;
   /** Where the configuration came from, for messages. */
   source: string;
   tls: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized: boolean; servername?: string };
@@ -159,6 +161,7 @@ function inClusterAccess(env: NodeJS.ProcessEnv): ClusterAccess {
     contextName: 'in-cluster',
     clusterName: 'in-cluster',
     userName: 'serviceaccount',
+    namespace: existsSync(`${IN_CLUSTER_DIR}/namespace`) ? readFileSync(`${IN_CLUSTER_DIR}/namespace`, 'utf8').trim() || 'default' : 'default',
     source: 'in-cluster ServiceAccount',
     tls: { ca: readFileSync(`${IN_CLUSTER_DIR}/ca.crt`), rejectUnauthorized: true },
     // The kubelet rotates the projected token: read it for every request (it is a small local file).
@@ -281,7 +284,7 @@ export function loadKubeConfig(o: KubeConfigOptions = {}): ClusterAccess {
   };
   const proxyUrl = cluster?.['proxy-url'];
   const proxy = checkedProxy(() => proxyFor(server, proxyUrl ? kubeconfigProxy(proxyUrl, clusterName) : undefined, env));
-  return { server, contextName, clusterName, userName, source, tls, headers, ...(proxy ? { proxy } : {}) };
+  return { server, contextName, clusterName, userName, namespace: context?.namespace || 'default', source, tls, headers, ...(proxy ? { proxy } : {}) };
 }
 
 /**

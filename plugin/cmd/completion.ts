@@ -18,11 +18,14 @@ const FLAG_VALUES: Record<string, string[]> = {
   phase: ['Available', 'Reserved', 'Missing', 'Error', 'Discovered'],
   desired: ['Available', 'Reserved'],
   'dry-run': ['none', 'client', 'server'],
+  'reclaim-policy': ['Delete', 'Retain'],
   for: ['phase=Reserved', 'phase=Available', 'phase=Missing', 'phase=Error', 'condition=Ready', 'condition=Ready=False'],
 };
 /** -o values by command; a value ending in "=" takes more text, so no space is added after it. */
 const OUTPUTS: Record<string, string[]> = {
   list: ['wide', 'json', 'yaml', 'name', 'jsonpath=', 'jsonpath-file=', 'custom-columns=', 'custom-columns-file='],
+  claim: ['name', 'yaml', 'json'],
+  claims: ['wide', 'name', 'yaml', 'json'],
 };
 /** Flags whose value is a file or directory name: the shell completes those. */
 const PATH_FLAGS = new Set(['kubeconfig', 'certificate-authority', 'dir']);
@@ -130,6 +133,7 @@ async function valuesOf(t: Typed, flag: string, prefix: string, io: Io): Promise
     const names = kubeconfigNames({ kubeconfig: t.values.kubeconfig });
     return of(flag === 'context' ? names.contexts : flag === 'cluster' ? names.clusters : names.users);
   }
+  if (flag === 'disk') return of(await columnValues(sessionFor(t, io), t.values.node, '', 'Name'));
   if (flag === 'node') return of([...new Set(await columnValues(sessionFor(t, io), undefined, '', 'Node'))].sort());
   return of([]);
 }

@@ -12,11 +12,14 @@ import { escapeControl } from '../escape.ts';
 import { age, iec } from '../kubectl/format.ts';
 import { table } from '../kubectl/tabwriter.ts';
 import { selected, resolveTargets, type SelectionFlags } from '../select.ts';
+import { NAMESPACE_FLAG } from './claim.ts';
+import { claimStatus } from './claim-status.ts';
 import { SELECTION_FLAGS } from './flags.ts';
 import { goneBecause } from './prune.ts';
 
 export interface StatusArgs extends SelectionFlags {
   names: string[];
+  namespace?: string | undefined;
   'stale-after'?: string | undefined;
   'agent-lease-namespace'?: string | undefined;
 }
@@ -137,18 +140,21 @@ export const statusCommand: CommandSpec<StatusArgs> = {
   name: 'status',
   summary: 'Explain disks: desired vs reported vs conditions; with no name, a summary per node',
   description:
-    'Explain NodeDisks in words: what is desired and who holds the reservation, what the node agent reports and when it last did, whether it is cordoned, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing, failed and cordoned disks, free and reserved capacity, and agents that stopped reporting (judged by their heartbeat Leases, as the controller judges them), or GONE for a node the controller found gone.',
+    "Explain NodeDisks, or NodeDiskClaims named claim/NAME, in words. For a claim: what it asks, and why it is Pending; once Bound and Ready, the node, the disk image's path and the pod spec fields (node affinity, hostPath volume) that use it. For a disk: what is desired and who holds the reservation, what the node agent reports and when it last did, whether it is cordoned, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing, failed and cordoned disks, free and reserved capacity, and agents that stopped reporting (judged by their heartbeat Leases, as the controller judges them), or GONE for a node the controller found gone.",
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
   flags: {
     ...SELECTION_FLAGS,
     'stale-after': { type: 'string', default: '15m', describe: 'For a node without a heartbeat Lease (an agent from before heartbeats): flag it when its agent has not reported for this long' },
     'agent-lease-namespace': { type: 'string', default: DEFAULT_SYSTEM_NAMESPACE, describe: "Namespace of the agents' heartbeat Leases (where NodeDisks is installed)" },
+    namespace: { ...NAMESPACE_FLAG, describe: `For claim/NAME: ${NAMESPACE_FLAG.describe}` },
   },
   examples: [
     ['kubectl nodedisks status', 'Disks, reservations, free and reserved capacity per node'],
     ['kubectl nodedisks status node-disk-node-a-disk1', 'Why a disk is (not) Ready, who holds it, when its node last reported'],
+    ['kubectl nodedisks status claim/db -n team-a', 'Why a claim is Pending; once Bound, what to put in the pod'],
   ],
   run: async (session: Session, args: StatusArgs): Promise<void> => {
+    if (await claimStatus(session, args.names, args.namespace)) return;
     const now = Date.now();
     const staleMs = durationFlag(args['stale-after'] ?? '15m', '--stale-after');
     const leaseNamespace = args['agent-lease-namespace'] || DEFAULT_SYSTEM_NAMESPACE;

@@ -155,3 +155,20 @@ test('bad kubeconfigs are refused with the file, the problem and the fix', (t) =
   const noServer = file('noserver.yaml', { 'current-context': 'x', clusters: [{ name: 'c', cluster: {} }], contexts: [{ name: 'x', context: { cluster: 'c' } }] });
   t.throws(() => loadKubeConfig({ kubeconfig: noServer }), { message: /cluster "c" has no valid server URL/ });
 });
+
+test("the namespace is the context's, as kubectl defaults -n; default when the context names none", (t) => {
+  const withNs = file('namespaced.yaml', {
+    apiVersion: 'v1',
+    kind: 'Config',
+    'current-context': 'team',
+    clusters: [{ name: 'c', cluster: { server: 'https://c.example:6443' } }],
+    users: [{ name: 'u', user: { token: 't' } }],
+    contexts: [
+      { name: 'team', context: { cluster: 'c', user: 'u', namespace: 'team-a' } },
+      { name: 'plain', context: { cluster: 'c', user: 'u' } },
+    ],
+  });
+  t.is(loadKubeConfig({ kubeconfig: withNs }).namespace, 'team-a');
+  t.is(loadKubeConfig({ kubeconfig: withNs, context: 'plain' }).namespace, 'default');
+  t.is(loadKubeConfig({ kubeconfig: first }).namespace, 'default');
+});

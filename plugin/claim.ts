@@ -1,0 +1,216 @@
+// NodeDiskClaims in the plugin, the pure parts: the claim a command line asks for, the label selector
+// it names, what a claim's status says in words, and the pod snippet that uses a Bound claim's disk.
+// The commands are ./cmd/claim.ts, ./cmd/claims.ts and the claim/NAME form of ./cmd/status.ts.
+import { API_VERSION, CLAIM_CONDITION, CLAIM_KIND, CLAIM_SINGULAR, GROUP } from '../api/constants.ts';
+import { quantityBytes } from '../api/quantity.ts';
+import { RECLAIM_POLICIES, type LabelSelector, type LabelSelectorRequirement, type NodeDiskClaim, type ReclaimPolicy } from '../api/v1alpha1/claim-types.ts';
+import { usageError } from './errors.ts';
+
+/** kubectl's `<singular>.<group>/<name>`. */
+export const claimRef = (name: string): string => `${CLAIM_SINGULAR}.${GROUP}/${name}`;
+
+/** The flags of `claim` that become the spec. */
+export interface ClaimSpecFlags {
+  node?: string | undefined;
+  'min-capacity'?: string | undefined;
+  selector?: string | undefined;
+  disk?: string | undefined;
+  'reclaim-policy'?: string | undefined;
+}
+
+const KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+/** Splits at commas outside parentheses: `a in (x,y),b` is two requirements. */
+function requirements(text: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '(') depth++;
+    else if (c === ')') depth--;
+    else if (c === ',' && depth === 0) {
+      out.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  out.push(text.slice(start));
+  return out.map((r) => r.trim());
+}
+
+/**
+ * A label selector as kubectl takes it (`-l a=b,c!=d,e in (x,y),f notin (z),g,!h`), as the
+ * metav1.LabelSelector a claim's spec holds: equalities become matchLabels, the rest matchExpressions
+ * (`!=` is NotIn of one value, as the API server reads it).
+ */
+export function parseLabelSelector(text: string): LabelSelector {
+  const bad = (why: string) => usageError(`-l/--selector ${JSON.stringify(text)}: ${why}`);
+  const matchLabels: Record<string, string> = {};
+  const matchExpressions: LabelSelectorRequirement[] = [];
+  if (text.trim() === '') throw bad('empty selector');
+  for (const req of requirements(text)) {
+    const key = (k: string) => {
+      if (!KEY.test(k)) throw bad(`invalid label key ${JSON.stringify(k)}`);
+      return k;
+    };
+    const value = (v: string) => {
+      if (!VALUE.test(v)) throw bad(`invalid label value ${JSON.stringify(v)}`);
+      return v;
+    };
+    let m: RegExpMatchArray | null;
+    if ((m = req.match(/^(\S+?)\s+(in|notin)\s*\(([^()]*)\)$/))) {
+      const values = m[3]!.split(',').map((v) => value(v.trim()));
+      matchExpressions.push({ key: key(m[1]!), operator: m[2] === 'in' ? 'In' : 'NotIn', values });
+    } else if ((m = req.match(/^([^=!\s]+)\s*!=\s*(\S*)$/))) {
+      matchExpressions.push({ key: key(m[1]!), operator: 'NotIn', values: [value(m[2]!)] });
+    } else if ((m = req.match(/^([^=!\s]+)\s*==?\s*(\S*)$/))) {
+      const k = key(m[1]!);
+      if (k in matchLabels && matchLabels[k] !== m[2]) throw bad(`${k} is required to equal two values`);
+      matchLabels[k] = value(m[2]!);
+    } else if ((m = req.match(/^!\s*(\S+)$/))) {
+      matchExpressions.push({ key: key(m[1]!), operator: 'DoesNotExist' });
+    } else if ((m = req.match(/^(\S+)$/))) {
+      matchExpressions.push({ key: key(m[1]!), operator: 'Exists' });
+    } else {
+      throw bad(`cannot read ${JSON.stringify(req)} (expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key)`);
+    }
+  }
+  return { ...(Object.keys(matchLabels).length ? { matchLabels } : {}), ...(matchExpressions.length ? { matchExpressions } : {}) };
+}
+
+/** The claim `kubectl nodedisks claim NAME …` creates; every flag is checked here, before any request. */
+export function claimFromFlags(namespace: string, name: string, f: ClaimSpecFlags): NodeDiskClaim {
+  const spec: NodeDiskClaim['spec'] = {};
+  if (f.node !== undefined) {
+    if (f.node === '') throw usageError('--node needs a node name');
+    spec.nodeName = f.node;
+  }
+  if (f['min-capacity'] !== undefined) {
+    const bytes = quantityBytes(f['min-capacity']);
+    if (bytes === undefined || bytes <= 0) throw usageError(`--min-capacity must be a positive quantity such as 32Mi or 1Gi, got ${JSON.stringify(f['min-capacity'])}`);
+    spec.minCapacity = f['min-capacity'];
+  }
+  if (f.selector !== undefined) spec.selector = parseLabelSelector(f.selector);
+  if (f.disk !== undefined) {
+    if (f.disk === '') throw usageError('--disk needs a NodeDisk name');
+    spec.diskName = f.disk;
+  }
+  if (f['reclaim-policy'] !== undefined) {
+    if (!(RECLAIM_POLICIES as readonly string[]).includes(f['reclaim-policy']))
+      throw usageError(`--reclaim-policy must be ${RECLAIM_POLICIES.join(' or ')}, got ${JSON.stringify(f['reclaim-policy'])}`);
+    spec.reclaimPolicy = f['reclaim-policy'] as ReclaimPolicy;
+  }
+  return { apiVersion: API_VERSION, kind: CLAIM_KIND, metadata: { name, namespace }, spec };
+}
+
+const conditionTrue = (c: NodeDiskClaim, type: string): boolean => c.status?.conditions?.some((x) => x.type === type && x.status === 'True') ?? false;
+
+/** Bound to a disk, and (when `ready`) its marker is on the node: what `claim --wait` waits for. */
+export function claimUsable(c: NodeDiskClaim, ready = true): boolean {
+  const s = c.status;
+  const observed = s?.observedGeneration === undefined || c.metadata.generation === undefined || s.observedGeneration >= c.metadata.generation;
+  return observed && s?.phase === 'Bound' && !!s.nodeName && !!s.path && conditionTrue(c, CLAIM_CONDITION.bound) && (!ready || conditionTrue(c, CLAIM_CONDITION.ready));
+}
+
+/** Why a claim is not (yet) usable, in one line: the controller's reason when it gave one. */
+export function claimReason(c: NodeDiskClaim): string {
+  const s = c.status;
+  if (!s?.phase) return 'Pending: the controller has not looked at this claim yet (is node-disks-operator running?)';
+  const notReady = s.conditions?.find((x) => x.type === CLAIM_CONDITION.ready && x.status !== 'True');
+  if (s.phase === 'Bound' && notReady) return `Bound to ${s.diskName ?? '?'} on ${s.nodeName ?? '?'}, not Ready: ${notReady.message || notReady.reason || 'its marker is not on the node yet'}`;
+  return `${s.phase}${s.message ? `: ${s.message}` : ''}`;
+}
+
+/** The line `claim --wait` prints once the claim is usable. */
+export const boundLine = (c: NodeDiskClaim): string => `${claimRef(c.metadata.name ?? '')} bound to ${c.status?.diskName ?? ''}: node ${c.status?.nodeName ?? ''}, path ${c.status?.path ?? ''}\n`;
+
+/** A YAML string scalar, quoted only when plain YAML would read it as something else. */
+function scalar(v: string): string {
+  return /^[A-Za-z0-9/][-A-Za-z0-9_./]*$/.test(v) && !/^(true|false|yes|no|on|off|null|y|n|~)$/i.test(v) && !/^[0-9.]+$/.test(v) ? v : JSON.stringify(v);
+}
+
+/**
+ * What to put in a pod to use a Bound claim's disk: the pod goes to the claim's node (node affinity on the
+ * Node's metadata.name: the scheduler still checks the node, which spec.nodeName would skip, and a
+ * kubernetes.io/hostname label need not equal the node's name) and mounts
+ * the disk image as a hostPath of type File, which the kubelet refuses to start without. YAML a person
+ * pastes into the pod's spec.
+ */
+export function podSnippet(c: NodeDiskClaim): string {
+  const node = scalar(c.status?.nodeName ?? '');
+  const path = scalar(c.status?.path ?? '');
+  const volume = scalar(`disk-${c.metadata.name ?? 'claim'}`.slice(0, 63).replace(/[^-a-z0-9]/g, '-'));
+  return [
+    `# Pod spec fields for ${claimRef(c.metadata.name ?? '')} (namespace ${c.metadata.namespace ?? ''}): disk ${c.status?.diskName ?? ''} on node ${c.status?.nodeName ?? ''}`,
+    'spec:',
+    '  affinity:',
+    '    nodeAffinity:',
+    '      requiredDuringSchedulingIgnoredDuringExecution:',
+    '        nodeSelectorTerms:',
+    '        - matchFields:',
+    '          - key: metadata.name',
+    '            operator: In',
+    '            values:',
+    `            - ${node}`,
+    '  volumes:',
+    `  - name: ${volume}`,
+    '    hostPath:',
+    `      path: ${path}`,
+    '      type: File',
+    '  containers:',
+    '  - name: app # your container',
+    '    volumeMounts:',
+    `    - name: ${volume}`,
+    `      mountPath: /disk/${scalar((c.status?.path ?? 'disk.img').split('/').pop() ?? 'disk.img')}`,
+    '',
+  ].join('\n');
+}
+
+/** The API server's Table of claims, as kubectl get asks for it (with the objects' metadata, for -A). */
+export interface ClaimTable {
+  columnDefinitions?: { name: string; priority?: number }[];
+  rows?: { cells: unknown[]; object?: { metadata?: { namespace?: string; name?: string } } }[];
+  metadata?: { continue?: string; resourceVersion?: string };
+}
+
+/** `claim/NAME` (or ndc/, nodediskclaim/, nodediskclaims/, as kubectl takes a kind before a name): NAME, else undefined. */
+export function claimName(arg: string): string | undefined {
+  const m = /^(claim|claims|ndc|nodediskclaim|nodediskclaims|nodediskclaim\.localtest\.example\.com|nodediskclaims\.localtest\.example\.com)\/(.+)$/.exec(arg);
+  return m?.[2];
+}
+
+/** What a claim asks for, in words. */
+export function claimAsks(c: NodeDiskClaim): string {
+  const s = c.spec ?? {};
+  const parts: string[] = [];
+  if (s.diskName) parts.push(`disk ${s.diskName}`);
+  if (s.nodeName) parts.push(`node ${s.nodeName}`);
+  if (s.minCapacity) parts.push(`at least ${s.minCapacity}`);
+  if (s.selector) {
+    const labels = Object.entries(s.selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
+    const exprs = (s.selector.matchExpressions ?? []).map((e) =>
+      e.operator === 'Exists' ? e.key : e.operator === 'DoesNotExist' ? `!${e.key}` : `${e.key} ${e.operator === 'In' ? 'in' : 'notin'} (${(e.values ?? []).join(',')})`,
+    );
+    if (labels.length + exprs.length) parts.push(`labels ${[...labels, ...exprs].join(',')}`);
+  }
+  parts.push(`reclaim policy ${s.reclaimPolicy ?? 'Delete'}`);
+  return parts.length === 1 ? `any free disk, ${parts[0]}` : parts.join(', ');
+}
+
+/** `status claim/NAME`: why it is Pending; when Bound and Ready, where the disk is and the pod snippet. */
+export function describeClaim(c: NodeDiskClaim): string {
+  const s = c.status;
+  const usable = claimUsable(c);
+  const lines: [string, string][] = [
+    ['Asks', claimAsks(c)],
+    ['Status', usable ? `Bound to ${s?.diskName} on node ${s?.nodeName}, Ready` : claimReason(c)],
+  ];
+  if (s?.phase === 'Bound' || s?.phase === 'Lost') {
+    if (s.capacityBytes !== undefined) lines.push(['Capacity', String(s.capacityBytes)]);
+    if (s.path) lines.push(['Path', s.path]);
+  }
+  const width = Math.max(...lines.map(([k]) => k.length)) + 2;
+  const head = `${c.metadata.name ?? ''} (namespace ${c.metadata.namespace ?? ''})\n${lines.map(([k, v]) => `  ${`${k}:`.padEnd(width)}${v}`).join('\n')}\n`;
+  return usable ? `${head}\n${podSnippet(c)}` : head;
+}
