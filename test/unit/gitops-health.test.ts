@@ -9,34 +9,23 @@ import { join } from 'node:path';
 import test from 'ava';
 import { dump, load } from 'js-yaml';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
-import { ensureHealthcheck, evaluateHealth, type HealthRequest, type HealthResult } from '../../hack/healthcheck/healthcheck.ts';
+import { ensureHealthcheck, evaluateHealth, type HealthResult } from '../../hack/healthcheck/healthcheck.ts';
+import { byName, FLUX_FOR, fluxKustomization, healthFixtures } from '../harness/gitops-health.ts';
 
-const DIR = join(REPO_ROOT, 'kustomize/gitops/argocd/resource_customizations/localtest.example.com/NodeDisk');
-const HEALTH_LUA = readFileSync(join(DIR, 'health.lua'), 'utf8');
-const cases = (load(readFileSync(join(DIR, 'health_test.yaml'), 'utf8')) as { tests: { healthStatus: { status: string; message: string }; inputPath: string }[] }).tests;
-const objects = cases.map((c) => ({ name: c.inputPath, yaml: readFileSync(join(DIR, c.inputPath), 'utf8') }));
-
-type Exprs = HealthRequest['flux']['healthCheckExprs'][number];
-const flux = load(readFileSync(join(REPO_ROOT, 'kustomize/gitops/flux/nodedisks.yaml'), 'utf8')) as {
-  spec: { healthCheckExprs: Exprs[]; wait: boolean; deletionPolicy: string };
-};
+const { dir: DIR, healthLua: HEALTH_LUA, cases, objects } = healthFixtures('NodeDisk');
+const flux = fluxKustomization();
 const nodeDiskExprs = flux.spec.healthCheckExprs.find((e) => e.kind === 'NodeDisk')!;
 
-const FLUX_FOR: Record<string, string> = { Healthy: 'Current', Progressing: 'InProgress', Degraded: 'Failed' };
-
 let bin = '';
-let results: HealthResult[] = [];
-const resultFor = (name: string): HealthResult => {
-  const r = results.find((x) => x.name === name);
-  if (!r) throw new Error(`no result for ${name}`);
-  return r;
+let resultFor: (name: string) => HealthResult = () => {
+  throw new Error('the engines have not run yet');
 };
 
 test.before(async (t) => {
   // A cold build of the runner takes minutes; after that it is a cached binary.
   t.timeout(20 * 60_000, 'building hack/healthcheck took more than 20 minutes');
   bin = await ensureHealthcheck();
-  results = await evaluateHealth(bin, { argocd: { healthLua: HEALTH_LUA }, flux: { healthCheckExprs: flux.spec.healthCheckExprs }, objects });
+  resultFor = byName(await evaluateHealth(bin, { argocd: { healthLua: HEALTH_LUA }, flux: { healthCheckExprs: flux.spec.healthCheckExprs }, objects }));
 });
 
 test('health_test.yaml covers every fixture in testdata/', (t) => {
