@@ -82,8 +82,9 @@ test.serial("a deleted Node's disks turn NodeGone at once and are not free; afte
     return items.every((nd) => readyOf(nd)?.reason === 'PhaseMatchesDesired') ? items : undefined;
   });
 
-  await kubectl('delete', 'node', gone, back);
+  // Taken before the request: the controller can see the deletion before kubectl has exited.
   const deletedAt = Date.now();
+  await kubectl('delete', 'node', gone, back);
   const marked = await eventually(
     'every disk of both nodes NodeGone',
     async () => {
