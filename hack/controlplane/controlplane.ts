@@ -9,6 +9,7 @@
 
 import { execFile } from 'node:child_process';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
@@ -63,7 +64,41 @@ export interface AuditedWrite {
   requestReceivedTimestamp: string;
 }
 
-export async function freePort(): Promise<number> {
+/** The kernel's range for ephemeral ports (bind to port 0, and the source port of every outgoing connection). */
+export function ephemeralPortRange(text = readProcText('/proc/sys/net/ipv4/ip_local_port_range')): { low: number; high: number } {
+  const [low, high] = (text ?? '').trim().split(/\s+/).map(Number);
+  return low && high ? { low, high } : { low: 32768, high: 60999 };
+}
+
+function readProcText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+const canListen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+
+/**
+ * A port free right now, below the kernel's ephemeral range: a restarted API server binds its port again,
+ * and an ephemeral port may meanwhile have become the source port of some outgoing connection or another
+ * process's bind to port 0. Below that range only another explicit pick can take it, which boot retries.
+ */
+export async function freePort(range = ephemeralPortRange()): Promise<number> {
+  const low = 10_000;
+  const high = range.low - 1;
+  if (high - low >= 1000) {
+    for (let i = 0; i < 50; i++) {
+      const port = low + Math.floor(Math.random() * (high - low + 1));
+      if (await canListen(port)) return port;
+    }
+  }
   return await new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);

