@@ -45,7 +45,6 @@ const FLAGS_OF: Record<string, readonly Action[]> = {
   'reclaim-policy': ['claim'],
   node: ['claim', 'cordon', 'uncordon'],
   selector: ['claim', 'cordon', 'uncordon'],
-  offline: DISK_ACTIONS,
 };
 
 function checkFlags(action: Action, args: GitopsArgs): void {
@@ -102,12 +101,12 @@ async function writeClaim(session: Session, action: 'claim' | 'unclaim', args: G
   } else if (!kustomization) session.io.err(`${claimFile(namespace, name)} is not in ${dir}: nothing to remove\n`);
 }
 
-/** The disks of a disk action: the names given, or those -l/--node select in the cluster. */
-async function diskNames(session: Session, action: Action, args: GitopsArgs): Promise<string[]> {
+/** The disks of a disk action: the names given, or those -l/--node select in the cluster (`listed`: no need to look them up again). */
+async function diskNames(session: Session, action: Action, args: GitopsArgs): Promise<{ names: string[]; listed: boolean }> {
   const selection = { node: args.node, selector: args.selector };
   if (!hasSelection(selection)) {
     if (!args.names.length) throw usageError(`gitops ${action} needs NodeDisk names${action.includes('cordon') ? ', or --node/-l' : ''} (see kubectl nodedisks list -o name)`);
-    return args.names;
+    return { names: args.names, listed: false };
   }
   if (args.names.length) throw usageError('name disks or select them with -l/--node, not both');
   if (args.offline) throw usageError('--node and -l select the disks in the cluster: name the disks instead to write the overlay --offline');
@@ -117,7 +116,7 @@ async function diskNames(session: Session, action: Action, args: GitopsArgs): Pr
       `no NodeDisk matches ${args.node !== undefined ? `--node ${args.node}` : ''}${args.node !== undefined && args.selector !== undefined ? ' and ' : ''}${args.selector !== undefined ? `-l ${args.selector}` : ''}; nothing was written`,
       EXIT.notFound,
     );
-  return found;
+  return { names: found, listed: true };
 }
 
 export const gitopsCommand: CommandSpec<GitopsArgs> = {
@@ -134,7 +133,7 @@ export const gitopsCommand: CommandSpec<GitopsArgs> = {
   flags: {
     dir: { type: 'string', describe: 'The overlay directory in your GitOps repository (created or updated)' },
     owner: { type: 'string', describe: 'reserve/release: a manual reservation for this owner instead of the auto-reserve label' },
-    offline: { type: 'boolean', describe: 'Do not check in the cluster that the NodeDisks exist (no kubeconfig needed)' },
+    offline: { type: 'boolean', describe: 'Do not check in the cluster that the NodeDisks exist (no kubeconfig needed; claim and unclaim never ask the cluster)' },
     namespace: { type: 'string', short: 'n', describe: "claim/unclaim: the claim's namespace (required: it is written into the file)" },
     node: { type: 'string', describe: 'claim: only disks of this node (spec.nodeName); cordon/uncordon: every disk of this node' },
     selector: { type: 'string', short: 'l', describe: 'claim: only disks whose labels match (spec.selector); cordon/uncordon: every disk whose labels match' },
@@ -161,10 +160,10 @@ export const gitopsCommand: CommandSpec<GitopsArgs> = {
     validateOwner(args.owner);
     const dir = needDir(args);
     const change: DiskChange = action === 'cordon' || action === 'uncordon' ? { action } : { action, owner: args.owner };
-    const names = await diskNames(session, action, args);
+    const { names, listed } = await diskNames(session, action, args);
     // Every file is computed (and checked) before the cluster is asked and before anything is written.
     const plan = await planOverlay(dir, names, change);
-    if (!args.offline) {
+    if (!args.offline && !listed) {
       const missing = await missingInCluster(session, [...new Set(names)].sort());
       if (missing.length > 0) {
         throw new PluginError(
