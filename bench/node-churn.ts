@@ -70,12 +70,12 @@ try {
     );
   const rows: Row[] = [];
   /** Runs `step`, then reads the figures of the row: RSS peak while it ran, and after an idle second. */
-  const measure = async (round: string, step: () => Promise<string>, liveBefore?: Map<string, string>): Promise<Map<string, string>> => {
+  const measure = async (round: string, step: () => Promise<unknown>, liveBefore?: Map<string, string>): Promise<Map<string, string>> => {
     const writesBefore = counterSum(await metrics().catch(() => ''), 'nodedisks_controller_writes_total');
     const cpuBefore = await cpuSeconds(pid);
     const rss = sampleRss(pid, 100);
     const started = performance.now();
-    const m = await step();
+    await step();
     const seconds = (performance.now() - started) / 1000;
     await new Promise((r) => setTimeout(r, 1000));
     const { peakMiB } = rss.stop();
@@ -84,7 +84,9 @@ try {
     rows.push({
       round,
       seconds,
-      writes: counterSum(m, 'nodedisks_controller_writes_total') - writesBefore,
+      // Read after the idle second: a write's response (and its count) can come after the watch event
+      // that settled the cache.
+      writes: counterSum(last, 'nodedisks_controller_writes_total') - writesBefore,
       liveWritten: liveBefore ? changed(liveBefore, after).length : 0,
       peakMiB,
       idleMiB: await rssMiB(pid),
