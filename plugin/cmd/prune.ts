@@ -64,6 +64,11 @@ async function execute(session: Session, args: PruneArgs): Promise<void> {
       }
       if (mode !== 'client') {
         const i = nd.metadata.finalizers?.indexOf(FINALIZER) ?? -1;
+        if (i >= 0 && mode === 'none') {
+          // Asked first whether the delete would be allowed (a role with patch but not delete, a policy):
+          // otherwise the finalizer would be gone and the NodeDisk still there.
+          await client.delete(nd.metadata.name ?? '', { preconditions: { ...(nd.metadata.uid ? { uid: nd.metadata.uid } : {}) }, dryRun: true });
+        }
         if (i >= 0) {
           // The finalizer's marker was on the machine that is gone; the test keeps us from removing another.
           await client.jsonPatch(
