@@ -98,6 +98,11 @@ export class AgentHeartbeats {
     }
   }
 
+  /** How many nodes and Leases this keeps an entry for (they go with their Lease). */
+  get tracked(): { heartbeats: number; heartbeat_leases: number } {
+    return { heartbeats: this.nodes.size, heartbeat_leases: this.holders.size };
+  }
+
   liveness(node: string): AgentLiveness {
     const seen = this.nodes.get(node);
     if (!seen) return { kind: 'none' };

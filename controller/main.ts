@@ -31,6 +31,12 @@ const metrics = controllerMetrics(
   leading,
   () => (controller && leading() ? controller.informer.cache.values() : []),
   () => (heartbeats && leading() ? heartbeats.ages() : []),
+  () => {
+    if (!leading()) return {};
+    const n = nodes?.tracked;
+    const h = heartbeats?.tracked;
+    return { ...(n ? { node_cache: n.nodes, disks_by_node: n.disksByNode, gone_since: n.goneSince } : {}), ...h };
+  },
 );
 // Every request of the process counts in the API errors counter, leader election's included.
 const rest = baseRest.with({ onError: (verb, err) => metrics.apiErrors.inc({ verb, code: 'statusCode' in err ? String(err.statusCode) : 'none' }) });
@@ -57,7 +63,7 @@ const elector = config.leaderElect
   : undefined;
 
 /** A controller whose every request goes through `termRest`, its claims binder, and the agents' heartbeats it judges staleness by. */
-function newController(termRest: RestClient): { controller: Controller; binder: Binder; heartbeats: AgentHeartbeats } {
+function newController(termRest: RestClient): { controller: Controller; binder: Binder; heartbeats: AgentHeartbeats; nodes: Nodes | undefined } {
   const client = new NodeDiskClient(termRest);
   // A node whose heartbeat turned stale or fresh: its disks' Ready condition is decided again, and the
   // claims that could (not) use them look again.
@@ -102,11 +108,12 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
     workers: config.workers,
     log: log.with({ loop: 'claims' }),
   });
-  return { controller: c, binder: b, heartbeats };
+  return { controller: c, binder: b, heartbeats, nodes };
 }
 let controller: Controller | undefined;
 let binder: Binder | undefined;
 let heartbeats: AgentHeartbeats | undefined;
+let nodes: Nodes | undefined;
 
 const ops = await opsServerOrExit({
   address: config.httpAddress,
@@ -143,7 +150,7 @@ if (elector) {
       term.abort(); // found out here first (a frozen process wakes): end the whole term at once
       throw new NotLeaderError();
     };
-    ({ controller, binder, heartbeats } = newController(workRest.with({ signal: term.signal, gate })));
+    ({ controller, binder, heartbeats, nodes } = newController(workRest.with({ signal: term.signal, gate })));
     const running = Promise.all([controller.run(term.signal), binder.run(term.signal), heartbeats.run(term.signal)]);
     await elector.hold(AbortSignal.any([stopping, term.signal]));
     term.abort();
@@ -155,7 +162,7 @@ if (elector) {
     log.warn('lost leadership; stopped all work and standing by');
   }
 } else {
-  ({ controller, binder, heartbeats } = newController(workRest.with({ signal: stopping })));
+  ({ controller, binder, heartbeats, nodes } = newController(workRest.with({ signal: stopping })));
   await Promise.all([controller.run(stopping), binder.run(stopping), heartbeats.run(stopping)]);
 }
 await ops.close();

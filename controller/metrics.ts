@@ -15,7 +15,12 @@ export interface HeartbeatAge {
  * leader's informer cache; nothing on a replica that does not lead) is counted at each scrape too, and so
  * are `heartbeats` (the leader's view of the agents' heartbeat Leases; none on a replica that does not lead).
  */
-export function controllerMetrics(leading: () => boolean, nodeDisks: () => Iterable<NodeDisk> = () => [], heartbeats: () => Iterable<HeartbeatAge> = () => []) {
+export function controllerMetrics(
+  leading: () => boolean,
+  nodeDisks: () => Iterable<NodeDisk> = () => [],
+  heartbeats: () => Iterable<HeartbeatAge> = () => [],
+  tracked: () => Readonly<Record<string, number>> = () => ({}),
+) {
   const registry = new Registry();
   registerProcessMetrics(registry);
   return {
@@ -101,6 +106,17 @@ export function controllerMetrics(leading: () => boolean, nodeDisks: () => Itera
       collect() {
         this.reset();
         for (const { node, ageSeconds } of heartbeats()) this.set({ node }, ageSeconds);
+      },
+    }),
+    // The controller's own per-node state, by structure: what must not grow as Nodes come and go.
+    trackedNodes: new Gauge({
+      name: 'nodedisks_controller_tracked_nodes',
+      help: "Nodes the leader keeps an entry for, by structure: node_cache (Nodes that exist), disks_by_node and gone_since (nodes some NodeDisk names), heartbeats and heartbeat_leases (the agents' Leases)",
+      labelNames: ['state'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [state, n] of Object.entries(tracked())) this.set({ state }, n);
       },
     }),
   };

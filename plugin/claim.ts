@@ -1,7 +1,8 @@
 // NodeDiskClaims in the plugin, the pure parts: the claim a command line asks for, the label selector
 // it names, what a claim's status says in words, and the pod snippet that uses a Bound claim's disk.
 // The commands are ./cmd/claim.ts, ./cmd/claims.ts and the claim/NAME form of ./cmd/status.ts.
-import { API_VERSION, CLAIM_CONDITION, CLAIM_KIND, CLAIM_SINGULAR, GROUP } from '../api/constants.ts';
+import { API_VERSION, CLAIM_CONDITION, CLAIM_KIND, CLAIM_SINGULAR, GROUP, MAX_NAME_LENGTH } from '../api/constants.ts';
+import { DNS_SUBDOMAIN_PATTERN, nodeNameProblem } from '../api/names.ts';
 import { quantityBytes } from '../api/quantity.ts';
 import { RECLAIM_POLICIES, type LabelSelector, type LabelSelectorRequirement, type NodeDiskClaim, type ReclaimPolicy } from '../api/v1alpha1/claim-types.ts';
 import { usageError } from './errors.ts';
@@ -83,7 +84,9 @@ export function parseLabelSelector(text: string): LabelSelector {
 export function claimFromFlags(namespace: string, name: string, f: ClaimSpecFlags): NodeDiskClaim {
   const spec: NodeDiskClaim['spec'] = {};
   if (f.node !== undefined) {
-    if (f.node === '') throw usageError('--node needs a node name');
+    // Checked as the API server checks spec.nodeName, so that a claim written into git does not fail its sync.
+    const problem = nodeNameProblem(f.node);
+    if (problem) throw usageError(`--node: ${problem}`);
     spec.nodeName = f.node;
   }
   if (f['min-capacity'] !== undefined) {
@@ -94,6 +97,8 @@ export function claimFromFlags(namespace: string, name: string, f: ClaimSpecFlag
   if (f.selector !== undefined) spec.selector = parseLabelSelector(f.selector);
   if (f.disk !== undefined) {
     if (f.disk === '') throw usageError('--disk needs a NodeDisk name');
+    if (f.disk.length > MAX_NAME_LENGTH || !new RegExp(DNS_SUBDOMAIN_PATTERN).test(f.disk))
+      throw usageError(`--disk ${JSON.stringify(f.disk)} is not a NodeDisk name (a DNS subdomain such as node-disk-node-a-disk1)`);
     spec.diskName = f.disk;
   }
   if (f['reclaim-policy'] !== undefined) {

@@ -55,7 +55,10 @@ export function describeError(err: unknown): { message: string; exitCode: number
     const code = err.statusCode;
     if (code === 401) return { message: `the API server did not accept your credentials (${err.message}); log in again or fix the user in your kubeconfig`, exitCode: EXIT.forbidden };
     if (code === 403) {
-      return { message: `${err.message}\nask your cluster admin for the nodedisks-viewer (read) or nodedisks-editor (reserve/release) ClusterRole`, exitCode: EXIT.forbidden };
+      return {
+        message: `${err.message}\nask your cluster admin for the nodedisks-viewer (read), nodedisks-editor (reserve/release) or nodedisks-pruner (prune) ClusterRole`,
+        exitCode: EXIT.forbidden,
+      };
     }
     if (code === 404 && (err.status.details?.name ?? '') === '' && /could not find the requested resource|404 page not found/i.test(err.message)) {
       return { message: `the NodeDisk API (${CRD_NAME}) is not installed in this cluster; install it with: kubectl apply --server-side -k kustomize/crd`, exitCode: EXIT.notFound };

@@ -182,7 +182,8 @@ export class Informer<T extends KubeObject> {
     const seen = new Map<string, T>();
     let rv = '';
     for await (const page of this.pages()) {
-      for (const item of page.items) {
+      // An empty list of metadata (PartialObjectMetadataList) comes as "items": null.
+      for (const item of page.items ?? []) {
         const obj = this.transform(item);
         seen.set(this.keyOf(obj), obj);
       }

@@ -8,6 +8,7 @@
 import type { CommandSpec } from '../args.ts';
 import { AUTO_OWNER, CONDITION, FIELD_MANAGER, FINALIZER, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../../api/constants.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { isApiError } from '../../lib/kube/errors.ts';
 import type { Session } from '../context.ts';
 import { usageError } from '../errors.ts';
 import { escapeControl } from '../escape.ts';
@@ -63,6 +64,11 @@ async function execute(session: Session, args: PruneArgs): Promise<void> {
       }
       if (mode !== 'client') {
         const i = nd.metadata.finalizers?.indexOf(FINALIZER) ?? -1;
+        if (i >= 0 && mode === 'none') {
+          // Asked first whether the delete would be allowed (a role with patch but not delete, a policy):
+          // otherwise the finalizer would be gone and the NodeDisk still there.
+          await client.delete(nd.metadata.name ?? '', { preconditions: { ...(nd.metadata.uid ? { uid: nd.metadata.uid } : {}) }, dryRun: true });
+        }
         if (i >= 0) {
           // The finalizer's marker was on the machine that is gone; the test keeps us from removing another.
           await client.jsonPatch(
@@ -74,7 +80,12 @@ async function execute(session: Session, args: PruneArgs): Promise<void> {
             { fieldManager, dryRun: mode === 'server' },
           );
         }
-        await client.delete(nd.metadata.name ?? '', { preconditions: { ...(nd.metadata.uid ? { uid: nd.metadata.uid } : {}) }, dryRun: mode === 'server' });
+        try {
+          await client.delete(nd.metadata.name ?? '', { preconditions: { ...(nd.metadata.uid ? { uid: nd.metadata.uid } : {}) }, dryRun: mode === 'server' });
+        } catch (err) {
+          // Deleted already (someone's kubectl delete, held by the finalizer): removing it completed that.
+          if (!(nd.metadata.deletionTimestamp && i >= 0 && isApiError(err, 404))) throw err;
+        }
       }
       session.io.out(`${name} deleted${suffix}${holder !== undefined ? `: ${escapeControl(why)}; its reservation by ${escapeControl(holder)} is dropped` : ''}\n`);
     }

@@ -7,7 +7,7 @@
 //   parser reports, so every other byte is kept (even spacing no serializer reproduces).
 // - <name>.yaml: the few fields the tool owns are set in the parsed document, which keeps comments, order
 //   and quoting; the rest of the file is the user's.
-import { isMap, isScalar, isSeq, parseDocument, Scalar, stringify, type Document, type Node, type YAMLMap } from 'yaml';
+import { isMap, isNode, isScalar, isSeq, parseDocument, Scalar, stringify, type Document, type Node, type YAMLMap } from 'yaml';
 import { usageError } from '../errors.ts';
 
 const NEW_KUSTOMIZATION = 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n';
@@ -35,16 +35,35 @@ export function newKustomization(files: string[]): string {
 }
 
 /**
- * Adds `files` to the `resources:` of a kustomization's text and returns the new text: the original with
- * only the new entries' lines inserted. In a sorted list they go where they sort; entries already listed
- * are left alone. Refuses (usage error) what is not a Kustomization or sets a namespace.
+ * The kustomization's root map, refusing what is not a Kustomization, and a `namespace:` unless it is
+ * `namespace` (the namespace of the claims being written): kustomize would move every resource into it,
+ * a cluster-scoped NodeDisk too (kustomize does not know the CRD's scope), a claim of another namespace.
  */
-export function addResources(src: string, files: string[], path: string): string {
-  const doc = parse(src, path);
-  if (doc.contents === null) return `${src}${src === '' || src.endsWith('\n') ? '' : '\n'}${newKustomization(files)}`;
+function kustomizationRoot(doc: Document.Parsed, path: string, namespace: string | undefined): YAMLMap {
   const root = doc.contents;
   if (!isMap(root)) throw usageError(`${path} is not a Kustomization (not a YAML mapping); choose another --dir`);
-  if (root.has('namespace')) throw usageError(`${path} sets a namespace; NodeDisks are cluster-scoped, remove it or use another --dir`);
+  if (root.has('namespace')) {
+    const node = root.get('namespace', true);
+    const set: unknown = isScalar(node) ? node.value : node;
+    if (namespace === undefined) throw usageError(`${path} sets a namespace; NodeDisks are cluster-scoped, remove it or use another --dir`);
+    if (set !== namespace)
+      throw usageError(
+        `${path} sets namespace ${JSON.stringify(set)}, which kustomize would give the claim instead of ${JSON.stringify(namespace)}: pass -n ${String(set)}, or use another --dir`,
+      );
+  }
+  return root;
+}
+
+/**
+ * Adds `files` to the `resources:` of a kustomization's text and returns the new text: the original with
+ * only the new entries' lines inserted. In a sorted list they go where they sort; entries already listed
+ * are left alone. Refuses (usage error) what is not a Kustomization or sets a namespace other than
+ * `namespace` (given for claims only).
+ */
+export function addResources(src: string, files: string[], path: string, namespace?: string): string {
+  const doc = parse(src, path);
+  if (doc.contents === null) return `${src}${src === '' || src.endsWith('\n') ? '' : '\n'}${newKustomization(files)}`;
+  const root = kustomizationRoot(doc, path, namespace);
   const pair = root.items.find((p) => isScalar(p.key) && p.key.value === 'resources');
   const value = pair?.value as Node | null | undefined;
 
@@ -99,14 +118,48 @@ export function addResources(src: string, files: string[], path: string): string
   return out;
 }
 
+/**
+ * Removes `files` from the `resources:` of a kustomization's text: in a block list the entry's whole line
+ * (a comment on that line goes with it), in a flow list the entry and one comma. Every other byte is kept;
+ * an entry that is not listed is no change.
+ */
+export function removeResources(src: string, files: string[], path: string, namespace?: string): string {
+  const doc = parse(src, path);
+  if (doc.contents === null) return src;
+  const root = kustomizationRoot(doc, path, namespace);
+  const value = root.items.find((p) => isScalar(p.key) && p.key.value === 'resources')?.value as Node | null | undefined;
+  if (!isSeq(value)) return src;
+  const cuts: [number, number][] = [];
+  value.items.forEach((item, i) => {
+    if (!isScalar(item) || !files.includes(String(item.value)) || !item.range) return;
+    const [start, end] = item.range;
+    if (value.flow) {
+      // "a, b, c": the entry and the comma after it, or, for the last one, the comma before it.
+      const next = value.items[i + 1] as Node | undefined;
+      const prev = value.items[i - 1] as Node | undefined;
+      if (next?.range) cuts.push([start, next.range[0]]);
+      else if (prev?.range) cuts.push([prev.range[1], end]);
+      else cuts.push([start, end]);
+      return;
+    }
+    const lineStart = src.lastIndexOf('\n', start - 1) + 1;
+    if (!/^[ \t]*-[ \t]+$/.test(src.slice(lineStart, start))) throw usageError(`${path}: the resources list is laid out in a way this tool does not edit; put each entry on its own "- " line`);
+    const eol = lineEnd(src, end);
+    cuts.push([lineStart, eol < src.length ? eol + 1 : eol]);
+  });
+  let out = src;
+  for (const [a, b] of cuts.sort((x, y) => y[0] - x[0])) out = out.slice(0, a) + out.slice(b);
+  return out;
+}
+
 /** The index of the newline that ends the line holding `pos` (or the end of the text). */
 function lineEnd(src: string, pos: number): number {
   const eol = src.indexOf('\n', pos);
   return eol < 0 ? src.length : eol;
 }
 
-/** What one disk's file must say; `undefined` removes the field. Paths are in the NodeDisk object. */
-export type Owned = [path: string[], value: string | undefined][];
+/** What one file must say; `undefined` removes the field. Paths are in the object (a NodeDisk or a claim). */
+export type Owned = [path: string[], value: unknown][];
 
 /**
  * A disk's overlay file: new, `header` + the object; existing, the same file with the owned fields set
@@ -115,12 +168,16 @@ export type Owned = [path: string[], value: string | undefined][];
 export function writeDiskFile(existing: string | undefined, path: string, header: string, object: Record<string, unknown>, owned: Owned): string {
   if (existing === undefined) return header + stringify(object, { lineWidth: 0 });
   const doc = parse(existing, path);
-  if (!isMap(doc.contents)) throw usageError(`${path} exists and is not a NodeDisk; move it away or choose another --dir`);
-  const name = (object.metadata as { name: string }).name;
-  if (doc.getIn(['kind']) !== object.kind || doc.getIn(['metadata', 'name']) !== name) {
-    throw usageError(`${path} exists and is not the overlay of NodeDisk ${name}; move it away or choose another --dir`);
+  if (!isMap(doc.contents)) throw usageError(`${path} exists and is not a ${String(object.kind)}; move it away or choose another --dir`);
+  const { name, namespace } = object.metadata as { name: string; namespace?: string };
+  if (doc.getIn(['kind']) !== object.kind || doc.getIn(['metadata', 'name']) !== name || (namespace !== undefined && doc.getIn(['metadata', 'namespace']) !== namespace)) {
+    const what = namespace === undefined ? `NodeDisk ${name}` : `${String(object.kind)} ${namespace}/${name}`;
+    throw usageError(`${path} exists and is not the overlay of ${what}; move it away or choose another --dir`);
   }
   for (const [keys, v] of owned) {
+    const now = doc.getIn(keys, true);
+    // A map or list that already says this is left as written (its layout, its comments).
+    if (v !== null && typeof v === 'object' && isNode(now) && JSON.stringify(now.toJSON()) === JSON.stringify(v)) continue;
     if (v !== undefined) doc.setIn(keys, v);
     else if (doc.hasIn(keys)) {
       doc.deleteIn(keys);
@@ -132,4 +189,9 @@ export function writeDiskFile(existing: string | undefined, path: string, header
     }
   }
   return doc.toString({ lineWidth: 0 });
+}
+
+/** An existing file of the overlay as plain data (for comparing what it says with what is asked). */
+export function readObject(existing: string, path: string): unknown {
+  return parse(existing, path).toJS();
 }

@@ -2,9 +2,10 @@
 // What the files hold (only the fields git owns, annotated against pruning), how the existing ones are
 // read (regular files in --dir only, no link followed out of the checkout) and written (O_NOFOLLOW), and
 // the check that the names are NodeDisks of the cluster (docs/adr/0022-gitops-files-and-krew-archives.md).
-import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, openSync, readFileSync, readlinkSync, realpathSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, openSync, readFileSync, readlinkSync, realpathSync, unlinkSync, writeSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { API_VERSION, KIND, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { API_VERSION, CLAIM_KIND, CORDONED_VALUE, KIND, LABEL_AUTO_RESERVE, LABEL_CORDONED } from '../../api/constants.ts';
+import type { LabelSelector, NodeDiskClaim } from '../../api/v1alpha1/claim-types.ts';
 import type { Session } from '../context.ts';
 import { describeError, PluginError, usageError } from '../errors.ts';
 import type { Owned } from './files.ts';
@@ -21,20 +22,40 @@ export const GITOPS_ANNOTATIONS = {
 
 const HEADER = '# Written by `kubectl nodedisks gitops`. Only the fields git owns; the NodeDisk itself is discovered by the node agent.\n';
 
-export function overlayObject(name: string, action: 'reserve' | 'release', owner: string | undefined): Record<string, unknown> {
+/** What one run of gitops writes into a NodeDisk's file: a reservation or a release, or the cordon mark. */
+export type DiskChange = { action: 'reserve' | 'release'; owner: string | undefined } | { action: 'cordon' | 'uncordon' };
+
+/** gitops cordon writes "true", uncordon "false" (not an absent label: see ownedFields). */
+const cordonValue = (action: 'cordon' | 'uncordon') => (action === 'cordon' ? CORDONED_VALUE : 'false');
+const isCordon = (c: DiskChange): c is { action: 'cordon' | 'uncordon' } => c.action === 'cordon' || c.action === 'uncordon';
+
+export function overlayObject(name: string, change: DiskChange): Record<string, unknown> {
+  const annotations = { ...GITOPS_ANNOTATIONS };
+  if (isCordon(change)) {
+    return { apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: { [LABEL_CORDONED]: cordonValue(change.action) }, annotations } };
+  }
+  const { action, owner } = change;
   if (owner === undefined) {
     // The policy path: git owns the label. Releasing writes "false" (the policy then releases), because
     // with pruning off, deleting the file would leave the label in the cluster.
     const labels = { [LABEL_AUTO_RESERVE]: action === 'reserve' ? 'true' : 'false' };
-    return { apiVersion: API_VERSION, kind: KIND, metadata: { name, labels, annotations: { ...GITOPS_ANNOTATIONS } } };
+    return { apiVersion: API_VERSION, kind: KIND, metadata: { name, labels, annotations } };
   }
   const desired = action === 'reserve' ? { state: 'Reserved', owner } : { state: 'Available' };
-  return { apiVersion: API_VERSION, kind: KIND, metadata: { name, annotations: { ...GITOPS_ANNOTATIONS } }, spec: { desired } };
+  return { apiVersion: API_VERSION, kind: KIND, metadata: { name, annotations }, spec: { desired } };
 }
 
 /** The fields of a disk's file the tool owns, as they must be after this change (undefined: absent). */
-function ownedFields(action: 'reserve' | 'release', owner: string | undefined): Owned {
+function ownedFields(change: DiskChange): Owned {
   const annotations: Owned = Object.entries(GITOPS_ANNOTATIONS).map(([k, v]) => [['metadata', 'annotations', k], v]);
+  if (isCordon(change)) {
+    // Only the cordon label: a reservation written into the same file stays. Uncordon writes "false"
+    // rather than dropping the label from the file: with pruning off and fields others co-own (a person's
+    // `kubectl nodedisks cordon`), a label that leaves the file may stay in the cluster, while "false" is
+    // applied as any value is; everything that reads the mark reads only "true" as cordoned.
+    return [[['metadata', 'labels', LABEL_CORDONED], cordonValue(change.action)], ...annotations];
+  }
+  const { action, owner } = change;
   const label = ['metadata', 'labels', LABEL_AUTO_RESERVE];
   if (owner === undefined) return [[label, action === 'reserve' ? 'true' : 'false'], ...annotations, [['spec', 'desired'], undefined]];
   return [
@@ -118,19 +139,109 @@ export function checkDirStaysInside(dir: string, cwd = process.cwd()): void {
   }
 }
 
-/** Every file of the overlay as it must be written, computed before anything is written. */
-export async function planOverlay(dir: string, names: string[], action: 'reserve' | 'release', owner: string | undefined): Promise<{ path: string; text: string }[]> {
+export interface Planned {
+  path: string;
+  text: string;
+}
+
+/** Every file of the overlay as it must be written, computed before anything is written; the kustomization last. */
+export async function planOverlay(dir: string, names: string[], change: DiskChange): Promise<Planned[]> {
   const { addResources, newKustomization, writeDiskFile } = await import('./files.ts');
   const kpath = join(dir, 'kustomization.yaml');
   const files = [...new Set(names)].sort().map((name) => ({ name, file: `${name}.yaml` }));
   const plan = files.map(({ name, file }) => {
     const path = join(dir, file);
-    return { path, text: writeDiskFile(existingText(path), path, HEADER, overlayObject(name, action, owner), ownedFields(action, owner)) };
+    return { path, text: writeDiskFile(existingText(path), path, HEADER, overlayObject(name, change), ownedFields(change)) };
   });
   const resources = files.map((f) => f.file);
   const existing = existingText(kpath);
   const kustomization = existing !== undefined ? addResources(existing, resources, kpath) : newKustomization(resources);
   return [...plan, { path: kpath, text: kustomization }];
+}
+
+/**
+ * A claim's file: `nodediskclaim.<namespace>.<name>.yaml`. A namespace has no dot (a DNS label), so no
+ * two claims share a file; a NodeDisk file of the same name is told apart by its kind and refused.
+ */
+export const claimFile = (namespace: string, name: string): string => `nodediskclaim.${namespace}.${name}.yaml`;
+
+const CLAIM_HEADER =
+  '# Written by `kubectl nodedisks gitops claim`. The controller binds this claim to a free disk that fits; removing it (gitops unclaim, then a sync that prunes) releases the disk.\n';
+
+/** The spec fields the API server keeps as they were created (the claim's CRD: immutable once set). */
+const IMMUTABLE_SPEC = ['nodeName', 'selector', 'minCapacity', 'diskName'] as const;
+
+/** A selector written the same whatever order the -l requirements were given in. */
+function sortedSelector(sel: LabelSelector): LabelSelector {
+  const out: LabelSelector = {};
+  if (sel.matchLabels) out.matchLabels = Object.fromEntries(Object.entries(sel.matchLabels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  if (sel.matchExpressions) {
+    out.matchExpressions = sel.matchExpressions
+      .map((e) => ({ key: e.key, operator: e.operator, ...(e.values ? { values: [...e.values].sort() } : {}) }))
+      .sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
+  }
+  return out;
+}
+
+/**
+ * The claim's file and the kustomization listing it. The claim is a whole object (git creates it, unlike a
+ * NodeDisk), so it carries no annotation against pruning: removing it from git is how a team releases
+ * its disk. An existing file is edited in place; a change of a field the API server holds immutable is
+ * refused here rather than by the sync.
+ */
+export async function planClaim(dir: string, claim: NodeDiskClaim): Promise<Planned[]> {
+  const { addResources, newKustomization, writeDiskFile, readObject } = await import('./files.ts');
+  const namespace = claim.metadata.namespace ?? '';
+  const name = claim.metadata.name ?? '';
+  const spec = { ...claim.spec, ...(claim.spec.selector ? { selector: sortedSelector(claim.spec.selector) } : {}) };
+  const object = { apiVersion: API_VERSION, kind: CLAIM_KIND, metadata: { name, namespace }, spec };
+  const file = claimFile(namespace, name);
+  const path = join(dir, file);
+  const existing = existingText(path);
+  if (existing !== undefined) {
+    const was = (readObject(existing, path) as { spec?: Record<string, unknown> } | null)?.spec ?? {};
+    const changed = IMMUTABLE_SPEC.filter((k) => JSON.stringify(was[k]) !== JSON.stringify(spec[k]));
+    if (changed.length > 0 && (readObject(existing, path) as { kind?: unknown } | null)?.kind === CLAIM_KIND) {
+      throw usageError(
+        `${path} already claims ${namespace}/${name} with another ${changed.map((k) => `spec.${k}`).join(', ')}, which the API server keeps as created: write a claim under another name (and gitops unclaim this one), or edit the file yourself if the claim was never synced; nothing was written`,
+      );
+    }
+  }
+  const owned: Owned = (['nodeName', 'selector', 'minCapacity', 'diskName', 'reclaimPolicy'] as const).map((k) => [['spec', k], spec[k]]);
+  const text = writeDiskFile(existing, path, CLAIM_HEADER, object, owned);
+  const kpath = join(dir, 'kustomization.yaml');
+  const k = existingText(kpath);
+  return [
+    { path, text },
+    { path: kpath, text: k !== undefined ? addResources(k, [file], kpath, namespace) : newKustomization([file]) },
+  ];
+}
+
+/** What gitops unclaim changes: the kustomization without the claim, and the claim's file to remove (if there is one). */
+export async function planUnclaim(dir: string, namespace: string, name: string): Promise<{ remove: string | undefined; kustomization: Planned | undefined }> {
+  const { removeResources, readObject } = await import('./files.ts');
+  const file = claimFile(namespace, name);
+  const path = join(dir, file);
+  const existing = existingText(path);
+  if (existing !== undefined) {
+    const o = readObject(existing, path) as { kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } } | null;
+    if (o?.kind !== CLAIM_KIND || o.metadata?.name !== name || o.metadata?.namespace !== namespace) {
+      throw usageError(`${path} exists and is not the overlay of ${CLAIM_KIND} ${namespace}/${name}; move it away or remove it yourself; nothing was changed`);
+    }
+  }
+  const kpath = join(dir, 'kustomization.yaml');
+  const k = existingText(kpath);
+  const kustomization = k === undefined ? undefined : { path: kpath, text: removeResources(k, [file], kpath, namespace) };
+  return { remove: existing === undefined ? undefined : path, kustomization: kustomization && kustomization.text !== k ? kustomization : undefined };
+}
+
+/** Removes a planned file; it was checked to be a regular file in --dir, and unlink never follows a link. */
+export function removePlanned(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new PluginError(`cannot remove ${path}: ${(err as Error).message}; check the permissions of --dir`);
+  }
 }
 
 /**

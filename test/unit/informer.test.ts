@@ -257,3 +257,26 @@ test('a namespaced resource is cached by namespace/name: same names in two names
   t.deepEqual([...inf.cache.keys()].sort(), ['team-a/db', 'team-b/db']);
   t.is(inf.cache.get('team-b/db')?.metadata.resourceVersion, '2');
 });
+
+// The API server answers an empty PartialObjectMetadataList (Nodes as metadata, in a cluster with no Node
+// at all) with "items": null: the informer syncs on it as on an empty list.
+test.serial('a list whose items are null is an empty list: the informer syncs and watches', async (t) => {
+  nock(SERVER)
+    .get(NODEDISKS_PATH)
+    .query({ limit: '500' })
+    .reply(200, { apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadataList', metadata: { resourceVersion: '7' }, items: null })
+    .get(NODEDISKS_PATH)
+    .query((q) => q.watch === 'true' && q.resourceVersion === '7')
+    .reply(200, lines({ type: 'ADDED', object: nd('a', '8') }))
+    .get(NODEDISKS_PATH)
+    .query((q) => q.watch === 'true')
+    .delay(5000)
+    .reply(200, '');
+  const h = { upserts: [] as string[], deletes: [] as string[] };
+  const { inf, stop, done } = run(h);
+  await until(() => inf.hasSynced && h.upserts.length === 1);
+  t.deepEqual(h.upserts, ['a@8']);
+  t.is(inf.error, undefined);
+  stop.abort();
+  await done;
+});

@@ -198,3 +198,19 @@ test("the controller's API errors counter has the verb and the code (none: no an
   t.regex(text, /^nodedisks_controller_api_errors_total\{verb="PATCH",code="409"\} 1$/m);
   t.regex(text, /^nodedisks_controller_api_errors_total\{verb="GET",code="none"\} 1$/m);
 });
+
+test("the controller's tracked-nodes gauge is its per-node state of the moment, by structure; one that is gone has no series", async (t) => {
+  let tracked: Record<string, number> = { node_cache: 3, disks_by_node: 2, gone_since: 1, heartbeats: 2, heartbeat_leases: 2 };
+  const m = controllerMetrics(
+    () => true,
+    () => [],
+    () => [],
+    () => tracked,
+  );
+  const first = await m.registry.metrics();
+  for (const [state, n] of Object.entries(tracked)) t.regex(first, new RegExp(`^nodedisks_controller_tracked_nodes\\{state="${state}"\\} ${n}$`, 'm'), state);
+  tracked = { node_cache: 3 };
+  const second = await m.registry.metrics();
+  t.regex(second, /^nodedisks_controller_tracked_nodes\{state="node_cache"\} 3$/m);
+  t.notRegex(second, /state="gone_since"/);
+});

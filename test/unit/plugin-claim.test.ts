@@ -65,7 +65,7 @@ test('the claim of a command line: each flag its spec field, each bad value a us
   usage(t, () => claimFromFlags('ns', 'db', { 'min-capacity': '0' }), /--min-capacity must be a positive quantity/);
   usage(t, () => claimFromFlags('ns', 'db', { 'min-capacity': '32MB!' }), /--min-capacity/);
   usage(t, () => claimFromFlags('ns', 'db', { 'reclaim-policy': 'delete' }), /--reclaim-policy must be Delete or Retain/);
-  usage(t, () => claimFromFlags('ns', 'db', { node: '' }), /--node needs a node name/);
+  usage(t, () => claimFromFlags('ns', 'db', { node: '' }), /--node: node name is empty/);
   usage(t, () => claimFromFlags('ns', 'db', { disk: '' }), /--disk needs a NodeDisk name/);
 });
 

@@ -77,7 +77,7 @@ test.serial('403: exit 4, the verb and resource, and which role to ask for', asy
   const r = await plugin('list');
   t.is(r.code, 4);
   t.regex(r.err, /User "bob" cannot list resource "nodedisks"/);
-  t.regex(r.err, /nodedisks-viewer \(read\) or nodedisks-editor/);
+  t.regex(r.err, /nodedisks-viewer \(read\), nodedisks-editor \(reserve\/release\) or nodedisks-pruner \(prune\)/);
 });
 
 test.serial('a server message quoted in an error reaches the terminal without its control characters', async (t) => {

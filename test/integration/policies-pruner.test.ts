@@ -1,0 +1,147 @@
+// The nodedisks-pruner ClusterRole (kustomize/rbac/user_roles.yaml, ADR 35) against the real API server
+// with its policies and the real controller: a person bound to it runs kubectl nodedisks prune and the
+// gone node's unreserved disks go; the editor cannot; what else the pruner cannot do (create, status,
+// claims, Nodes, Leases); and what holds a reserved disk against a pruner's plain delete (the agent's
+// finalizer: Terminating, still reserved) and what does not (removing that finalizer first, which is what
+// prune --reserved-by does, on purpose).
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND } from '../../api/constants.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { isApiError } from '../../lib/kube/errors.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
+import { startController, type Program } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
+import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
+
+const controlPlane = useControlPlane(test);
+const BIN = join(REPO_ROOT, 'dist', 'bin');
+const GONE = 'pruner-gone';
+let work = '';
+let controller: Program | undefined;
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+function kubectl(...args: string[]): Promise<Result> {
+  return new Promise((resolve) => {
+    execFile('kubectl', args, { env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig }, timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+const admin = () => nodeDisksFor(controlPlane().admin());
+const getOrGone = async (name: string) => {
+  try {
+    return await admin().get(name);
+  } catch (err) {
+    if (isApiError(err, 404)) return undefined;
+    throw err;
+  }
+};
+const q = (name: string) => `nodedisk.localtest.example.com/${name}`;
+
+test.serial.before(async () => {
+  if (!existsSync(join(BIN, 'kubectl-nodedisks'))) throw new Error('run npm run build first (npm test does)');
+  work = await mkdtemp(join(tmpdir(), 'nodedisks-pruner-'));
+  const cp = controlPlane();
+  for (const [user, role] of [
+    ['pat', 'nodedisks-pruner'],
+    ['eddie', 'nodedisks-editor'],
+  ] as const) {
+    await cp.kubectl(cp.admin(), ['create', 'clusterrolebinding', `${user}-${role}`, `--clusterrole=${role}`, `--user=${user}`]);
+  }
+  // A long grace: what goes, the pruner removes, not the controller.
+  controller = await startController(cp, { logDir: join(work, 'logs'), nodeLifecycle: true, extraArgs: ['--node-gone-grace=1h'] });
+});
+test.afterEach.always((t) => {
+  if (!t.passed && controller) console.error(`----- ${controller.name} -----\n${controller.logs(4000)}`);
+});
+test.after.always(async () => {
+  await controller?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+test.serial('a pruner prunes the disks of a gone node; an editor cannot; a reserved disk is held by its finalizer until the pruner names its owner', async (t) => {
+  const make = async (disk: string, o: { desired?: NodeDisk['spec']['desired']; finalizers?: string[] } = {}) => {
+    const body = newNodeDisk(GONE, disk);
+    if (o.desired) body.spec.desired = o.desired;
+    if (o.finalizers) body.metadata.finalizers = o.finalizers;
+    const n = (await admin().create(body, { fieldManager: FIELD_MANAGER.agent })).metadata.name ?? '';
+    await admin().applyStatus(
+      { apiVersion: API_VERSION, kind: KIND, metadata: { name: n }, status: { node: { phase: o.desired?.state ?? 'Available', capacityBytes: 1 << 20 } } },
+      { fieldManager: FIELD_MANAGER.agent },
+    );
+    return n;
+  };
+  // No Node of that name: the controller judges the node gone.
+  const free = await make('disk1');
+  const guarded = await make('disk2', { finalizers: [FINALIZER] });
+  const held = await make('disk3', { desired: { state: 'Reserved', owner: 'team-db' }, finalizers: [FINALIZER] });
+  const all = [free, guarded, held];
+  // The controller starts in the before hook; on a loaded machine that can take a while.
+  await eventually(
+    'NodeGone',
+    async () => (await Promise.all(all.map((n) => admin().get(n)))).every((n) => n.status?.conditions?.find((c) => c.type === 'Ready')?.reason === 'NodeGone'),
+    90_000,
+    200,
+  );
+
+  // The editor may patch but not delete: prune fails at the first delete, naming the role to ask for,
+  // and before it removed the finalizer of a disk it could then not delete.
+  const editor = await kubectl('nodedisks', 'prune', '--dry-run=none', '--field-selector', `metadata.name=${guarded}`, '--as', 'eddie');
+  t.is(editor.code, 4, editor.stderr);
+  t.regex(editor.stderr, /User "eddie" cannot delete resource "nodedisks"[\s\S]*nodedisks-pruner \(prune\)/);
+  t.deepEqual((await admin().get(guarded)).metadata.finalizers, [FINALIZER], 'the finalizer is still there');
+  t.is((await Promise.all(all.map(getOrGone))).filter(Boolean).length, 3);
+
+  const pruned = await kubectl('nodedisks', 'prune', '--dry-run=none', '--as', 'pat');
+  t.is(pruned.code, 0, pruned.stderr);
+  t.is(pruned.stdout, `${q(free)} deleted\n${q(guarded)} deleted\n`);
+  t.regex(pruned.stderr, /kept: node pruner-gone is gone, but it is reserved by team-db \(add --reserved-by=team-db to remove it\)/);
+  await eventually('the unreserved ones gone', async () => (await getOrGone(free)) === undefined && (await getOrGone(guarded)) === undefined);
+
+  // A plain delete of the reserved one: the agent's finalizer holds it, Terminating and still reserved.
+  const del = await kubectl('delete', 'nodedisk', held, '--wait=false', '--as', 'pat');
+  t.is(del.code, 0, del.stderr);
+  const terminating = await admin().get(held);
+  t.truthy(terminating.metadata.deletionTimestamp);
+  t.deepEqual(terminating.spec.desired, { state: 'Reserved', owner: 'team-db' });
+  t.deepEqual(terminating.metadata.finalizers, [FINALIZER]);
+  // Naming its owner, the pruner removes the finalizer and it goes: the role allows it, the flag is the choice.
+  const dropped = await kubectl('nodedisks', 'prune', '--dry-run=none', '--reserved-by', 'team-db', '--as', 'pat');
+  t.is(dropped.code, 0, dropped.stderr);
+  await eventually('the reserved one gone', async () => (await getOrGone(held)) === undefined);
+});
+
+test.serial('a pruner cannot create NodeDisks, write their status, touch claims, Nodes or Leases, nor delete a collection', async (t) => {
+  const cp = controlPlane();
+  const name = (await admin().create(newNodeDisk('pruner-live', 'disk1'), { fieldManager: FIELD_MANAGER.agent })).metadata.name ?? '';
+  await cp.ensureNode('pruner-live');
+  const cannot: [string[], RegExp][] = [
+    [['create', '-f', '-'], /cannot create resource "nodedisks"/],
+    [['patch', 'nodedisk', name, '--subresource=status', '--type=merge', '-p', '{"status":{"node":{"phase":"Missing"}}}'], /cannot patch resource "nodedisks\/status"/],
+    [['delete', 'nodediskclaims', '--all', '-n', 'default'], /cannot list resource "nodediskclaims"/],
+    [['delete', 'node', 'pruner-live'], /cannot delete resource "nodes"/],
+    [['get', 'leases', '-n', 'node-disks-system'], /cannot list resource "leases"/],
+    [['delete', '--raw', '/apis/localtest.example.com/v1alpha1/nodedisks'], /forbidden|Forbidden/],
+  ];
+  for (const [args, err] of cannot) {
+    const r = await new Promise<Result>((resolve) => {
+      const child = execFile('kubectl', [...args, '--as', 'pat'], { env: { ...process.env, KUBECONFIG: cp.admin().kubeconfig }, timeout: 60_000 }, (e, stdout, stderr) =>
+        resolve({ code: e ? (typeof e.code === 'number' ? e.code : -1) : 0, stdout, stderr }),
+      );
+      child.stdin?.end(JSON.stringify(newNodeDisk('pruner-live', 'disk9')));
+    });
+    t.not(r.code, 0, args.join(' '));
+    t.regex(r.stderr, err, args.join(' '));
+  }
+  t.truthy(await getOrGone(name), 'the live disk is untouched');
+});
