@@ -12,9 +12,11 @@ import { API_VERSION, CLAIM_FINALIZER, DEFAULT_DISK_DIR, FIELD_MANAGER, KIND, LA
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDiskClaim, NodeDiskClaimSpec } from '../../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { ensureHealthcheck, evaluateHealth, type Verdict } from '../../hack/healthcheck/healthcheck.ts';
 import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
+import { fluxKustomization, healthFixtures } from '../harness/gitops-health.ts';
 import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { denied, nodeDisksFor, useControlPlane } from './_controlplane.ts';
@@ -66,6 +68,26 @@ async function claimWhere(ns: string, name: string, what: string, ok: (c: NodeDi
 
 const cond = (c: NodeDiskClaim, type: string) => c.status?.conditions?.find((x) => x.type === type);
 const readyAndBound = (c: NodeDiskClaim) => c.status?.phase === 'Bound' && cond(c, 'Ready')?.status === 'True';
+
+let healthcheck: Promise<string> | undefined;
+/** kstatus's generic verdict on the claim as the API server serves it: what a tool with no custom check for claims reads. */
+async function kstatusOf(c: NodeDiskClaim): Promise<Verdict> {
+  healthcheck ??= ensureHealthcheck();
+  const [r] = await evaluateHealth(await healthcheck, {
+    argocd: { healthLua: healthFixtures('NodeDiskClaim').healthLua },
+    flux: { healthCheckExprs: fluxKustomization().spec.healthCheckExprs },
+    objects: [{ name: 'claim', yaml: JSON.stringify(c) }],
+  });
+  return r!.kstatus;
+}
+
+/** `kubectl wait --for=condition=Ready` on a claim: its output, or its error when it gave up. */
+async function waitReady(ns: string, name: string, timeout: string): Promise<{ ok: boolean; out: string }> {
+  return await kubectl('wait', 'ndc', name, '-n', ns, '--for=condition=Ready', `--timeout=${timeout}`).then(
+    (out) => ({ ok: true, out }),
+    (err: Error) => ({ ok: false, out: err.message }),
+  );
+}
 
 async function gone(ns: string, name: string): Promise<void> {
   await eventually(`claim ${ns}/${name} gone`, async () =>
@@ -127,6 +149,12 @@ test.serial('a claim no disk fits is Pending and says why in one line, updated a
     const pending = await claimWhere('pending', 'db', 'Pending', (c) => c.status?.phase === 'Pending');
     t.is(pending.status?.message, '0/9 disks fit: 4 reserved, 3 smaller than 32Mi, 2 on nodes whose agent is stale');
     t.like(cond(pending, 'Bound'), { status: 'False', reason: 'NoDiskFits', message: pending.status?.message });
+    // Tools with no custom check for claims wait on it: kstatus says InProgress, kubectl wait keeps waiting.
+    t.like(cond(pending, 'Ready'), { status: 'False', reason: 'NoDiskFits', message: pending.status?.message, observedGeneration: 1 });
+    t.deepEqual(await kstatusOf(pending), { status: 'InProgress', message: pending.status?.message });
+    const waited = await waitReady('pending', 'db', '1s');
+    t.false(waited.ok);
+    t.regex(waited.out, /timed out waiting for the condition/);
     const column = await kubectl('get', 'ndc', '-n', 'pending', 'db', '-o', 'wide');
     t.regex(column, /^NAME\s+STATUS\s+DISK\s+NODE\s+CAPACITY\s+AGE\s+MESSAGE\n/);
     t.regex(column, /\ndb\s+Pending\s+\S+\s+0\/9 disks fit: 4 reserved/);
@@ -182,6 +210,8 @@ test.serial('a team claims a disk in its namespace: Bound, the marker on the nod
   t.regex(table, /^NAME\s+STATUS\s+DISK\s+NODE\s+CAPACITY\s+AGE\n/);
   t.regex(table, new RegExp(`\\ndb\\s+Bound\\s+${diskName}\\s+claims-a\\s+${64 * MiB}\\s+`));
   t.regex(await kubectl('get', 'ndisk', diskName, '-o', 'wide'), /claim:team-a\/db/);
+  t.like(await kstatusOf(bound), { status: 'Current' });
+  t.true((await waitReady('team-a', 'db', '30s')).ok);
 
   await team.delete('team-a', 'db');
   await gone('team-a', 'db');
@@ -202,6 +232,8 @@ test.serial('a Bound claim says when its disk goes Missing, and is Lost when its
   t.is(missing.status?.phase, 'Bound');
   t.like(cond(missing, 'Ready'), { reason: 'DiskMissing', message: `disk image ${DEFAULT_DISK_DIR}/disk2.img is missing on node claims-a` });
   t.is(missing.status?.message, `disk image ${DEFAULT_DISK_DIR}/disk2.img is missing on node claims-a`);
+  t.like(cond(missing, 'Stalled'), { status: 'True', reason: 'DiskMissing' });
+  t.is((await kstatusOf(missing)).status, 'Failed');
 
   // A NodeDisk no agent holds (its finalizer would keep it): deleted, the claim bound to it is Lost.
   const lone = await fakeDisk('claims-lost', 'disk1', { bytes: 64 * MiB });
@@ -211,6 +243,9 @@ test.serial('a Bound claim says when its disk goes Missing, and is Lost when its
   const lost = await claimWhere('team-m', 'cache', 'Lost', (c) => c.status?.phase === 'Lost');
   t.like(lost.status, { diskName: lone.metadata.name, nodeName: 'claims-lost', message: `NodeDisk ${lone.metadata.name} is gone` });
   t.like(cond(lost, 'Bound'), { status: 'False', reason: 'DiskGone' });
+  // A person must act (the controller never moves a Bound claim): Stalled, which kstatus reads as Failed.
+  t.like(cond(lost, 'Stalled'), { status: 'True', reason: 'DiskGone', message: `NodeDisk ${lone.metadata.name} is gone` });
+  t.deepEqual(await kstatusOf(lost), { status: 'Failed', message: `NodeDisk ${lone.metadata.name} is gone` });
   // A Lost claim is not moved to another disk by itself, and its deletion has nothing to release.
   await adminClaims().delete('team-m', 'cache');
   await gone('team-m', 'cache');
