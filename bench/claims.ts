@@ -57,7 +57,16 @@ try {
   // No agents run: their reports must not turn stale during the run. No Node objects either: NodeGone off.
   const kubeconfig = (await cp.controller()).kubeconfig;
   controller = new ServerProcess('controller', join(work, 'controller.log'));
-  const args = [MAIN, `--kubeconfig=${kubeconfig}`, '--http-address=127.0.0.1:0', '--identity=controller-bench', '--leader-elect=false', '--agent-stale-after=24h', '--node-lifecycle=false', ...EXTRA];
+  const args = [
+    MAIN,
+    `--kubeconfig=${kubeconfig}`,
+    '--http-address=127.0.0.1:0',
+    '--identity=controller-bench',
+    '--leader-elect=false',
+    '--agent-stale-after=24h',
+    '--node-lifecycle=false',
+    ...EXTRA,
+  ];
   controller.start(process.execPath, args);
   const pid = await eventually('controller pid', async () => childPid(controller!.pid, MAIN).catch(() => undefined), 30_000, 20);
   const settleStarted = performance.now();

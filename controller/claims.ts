@@ -245,19 +245,26 @@ export class Binder {
   private async bind(claim: NodeDiskClaim, owner: string, ctx: FitContext): Promise<{ disk?: NodeDisk; message: string; retryMs?: number }> {
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const counts = new Map<Misfit, number>();
-      const fitting: NodeDisk[] = [];
+      let fitting = 0;
       let total = 0;
+      // The first fitting disk by name not being bound by another worker, so a node's disks are handed out
+      // in a predictable order (as reserve does). One pass, no sort: at 10,000 NodeDisks sorting the
+      // fitting ones for each bind was a large part of the binder's CPU. Code-unit order, which for
+      // NodeDisk names (DNS subdomains, lowercase) is the order localeCompare gave.
+      let pick: NodeDisk | undefined;
       for (const nd of this.o.diskInformer.cache.values()) {
         total++;
         const m = misfit(claim, nd, ctx);
-        if (m === undefined) fitting.push(nd);
-        else counts.set(m, (counts.get(m) ?? 0) + 1);
+        if (m !== undefined) {
+          counts.set(m, (counts.get(m) ?? 0) + 1);
+          continue;
+        }
+        fitting++;
+        const name = nd.metadata.name ?? '';
+        if (!this.inFlight.has(name) && (pick === undefined || name < (pick.metadata.name ?? ''))) pick = nd;
       }
-      // In name order, so a node's disks are handed out in a predictable order (as reserve does).
-      fitting.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
-      const pick = fitting.find((nd) => !this.inFlight.has(nd.metadata.name ?? ''));
       if (!pick) {
-        if (fitting.length > 0) return { message: '', retryMs: 100 };
+        if (fitting > 0) return { message: '', retryMs: 100 };
         return { message: pendingMessage(claim, total, counts) };
       }
       const diskName = pick.metadata.name ?? '';
