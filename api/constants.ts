@@ -113,4 +113,6 @@ export const CLAIM_FINALIZER = `${GROUP}/release-disk`;
 export const CLAIM_CONDITION = {
   bound: 'Bound',
   ready: 'Ready',
+  /** kstatus's abnormal-true condition: True when only a person can make the claim well again (kstatus: Failed). */
+  stalled: 'Stalled',
 } as const;

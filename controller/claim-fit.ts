@@ -123,6 +123,9 @@ function condition(prev: Condition[] | undefined, type: string, v: ReadyVerdict,
 
 const timestamp = (now: Date) => now.toISOString().replace(/\.\d+Z$/, 'Z');
 
+/** Ready reasons of a Bound claim that only a person can mend (the controller never moves a Bound claim). */
+const NEEDS_A_PERSON = new Set(['DiskMissing', 'AgentError']);
+
 /** Status of a claim that holds `nd`. */
 export function boundStatus(claim: NodeDiskClaim, nd: NodeDisk, ctx: FitContext, now: Date): NodeDiskClaimStatus {
   const generation = claim.metadata.generation ?? 0;
@@ -142,18 +145,26 @@ export function boundStatus(claim: NodeDiskClaim, nd: NodeDisk, ctx: FitContext,
     conditions: [
       condition(prev, CLAIM_CONDITION.bound, { status: 'True', reason: 'Bound', message: `bound to NodeDisk ${name} on node ${nd.spec.nodeName}` }, generation, ts),
       condition(prev, CLAIM_CONDITION.ready, ready, generation, ts),
+      ...(NEEDS_A_PERSON.has(ready.reason) ? [condition(prev, CLAIM_CONDITION.stalled, { ...ready, status: 'True' }, generation, ts)] : []),
     ],
   };
 }
 
-/** Status of a claim no disk fits. */
+/**
+ * Status of a claim no disk fits. Ready False too, not only Bound False: kstatus (tools with no custom
+ * check) reads a resource with no Ready, Reconciling or Stalled condition as Current, and
+ * `kubectl wait --for=condition=Ready` should keep waiting with the reason in sight.
+ */
 export function pendingStatus(claim: NodeDiskClaim, message: string, now: Date): NodeDiskClaimStatus {
   const generation = claim.metadata.generation ?? 0;
+  const prev = claim.status?.conditions;
+  const ts = timestamp(now);
+  const none: ReadyVerdict = { status: 'False', reason: 'NoDiskFits', message };
   return {
     phase: 'Pending',
     message,
     observedGeneration: generation,
-    conditions: [condition(claim.status?.conditions, CLAIM_CONDITION.bound, { status: 'False', reason: 'NoDiskFits', message }, generation, timestamp(now))],
+    conditions: [condition(prev, CLAIM_CONDITION.bound, none, generation, ts), condition(prev, CLAIM_CONDITION.ready, none, generation, ts)],
   };
 }
 
@@ -172,7 +183,11 @@ export function lostStatus(claim: NodeDiskClaim, why: string, now: Date): NodeDi
     ...(s.capacityBytes !== undefined ? { capacityBytes: s.capacityBytes } : {}),
     message: why,
     observedGeneration: generation,
-    conditions: [condition(prev, CLAIM_CONDITION.bound, lost, generation, ts), condition(prev, CLAIM_CONDITION.ready, lost, generation, ts)],
+    conditions: [
+      condition(prev, CLAIM_CONDITION.bound, lost, generation, ts),
+      condition(prev, CLAIM_CONDITION.ready, lost, generation, ts),
+      condition(prev, CLAIM_CONDITION.stalled, { ...lost, status: 'True' }, generation, ts),
+    ],
   };
 }
 

@@ -1,14 +1,19 @@
-// Events (events.k8s.io/v1) about NodeDisks: what the policy did, and what it refused to do.
-// NodeDisks are cluster-scoped, so their events live in the "default" namespace, as kubectl expects.
+// Events (events.k8s.io/v1) about NodeDisks (what the policy did, and what it refused to do) and about
+// NodeDiskClaims (bound, why not, released, lost: as the PV binder's about PVCs). NodeDisks are
+// cluster-scoped, so their events live in the "default" namespace, as kubectl expects; a claim's live in
+// its namespace, where its team (and `kubectl describe ndc`) reads them.
 //
 // Not a thundering herd (ADR 23): a first start on a large fleet with many disks labelled would post an
 // AutoReserved event for each of them at once. As client-go's EventCorrelator does, events pass a token
-// bucket, here one per source (this controller), burst 25 as client-go's spam filter; an event that finds
-// the bucket empty is combined with the similar ones (same type, reason and action) waiting with it, and they go out
-// as one event, "(combined from similar events): N NodeDisks, the last X: …", regarding the last of them,
-// when a token is back. A person's occasional label change still gets its own event at once.
+// bucket, here one per namespace the events go to (all NodeDisks' share "default"), burst 25 as client-go's
+// spam filter; an event that finds its bucket empty is combined with the similar ones (same kind, type,
+// reason and action) waiting with it, and they go out as one event, "(combined from similar events): N
+// NodeDisks, the last X: …", regarding the last of them, when a token is back. A person's occasional label
+// change still gets its own event at once. Per namespace: one team's hundred claims neither delay another
+// team's events nor are combined with them (a team never reads of another namespace's claims).
 import { createHash, randomBytes } from 'node:crypto';
-import { API_VERSION, KIND } from '../api/constants.ts';
+import { API_VERSION, type CLAIM_KIND, KIND } from '../api/constants.ts';
+import type { NodeDiskClaim } from '../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { TokenBucket } from '../lib/kube/ratelimit.ts';
 import type { RestClient } from '../lib/kube/rest.ts';
@@ -25,38 +30,97 @@ export interface EventLimits {
 
 type EventType = 'Normal' | 'Warning';
 
+/** An event's `regarding` (or `related`): the object it is about. */
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+}
+
+/** The reference to a NodeDisk or a NodeDiskClaim that an event names (a cached copy may lack its kind). */
+export function refOf(o: NodeDisk | NodeDiskClaim, kind: typeof KIND | typeof CLAIM_KIND = KIND): ObjectRef {
+  const m: { name?: string; namespace?: string; uid?: string; resourceVersion?: string } = o.metadata;
+  return {
+    apiVersion: API_VERSION,
+    kind,
+    name: m.name ?? '',
+    ...(m.namespace ? { namespace: m.namespace } : {}),
+    ...(m.uid ? { uid: m.uid } : {}),
+    ...(m.resourceVersion ? { resourceVersion: m.resourceVersion } : {}),
+  };
+}
+
 interface Waiting {
   count: number;
-  nd: NodeDisk;
+  regarding: ObjectRef;
+  related: ObjectRef | undefined;
   type: EventType;
   reason: string;
   action: string;
   note: string;
 }
 
+/** The events of one namespace: its token bucket, and what waits for a token, combined. */
+interface Scope {
+  bucket: TokenBucket;
+  /** Events held back, combined by kind, type, reason and action, in the order they first came. */
+  waiting: Map<string, Waiting>;
+  lastUsedMs: number;
+}
+
+/** Namespaces remembered before the idle ones (nothing waiting, the bucket full again) are forgotten. */
+const MAX_IDLE_SCOPES = 1000;
+
 export class EventRecorder {
   private readonly rest: RestClient;
   private readonly instance: string;
   private readonly log: Logger;
-  private readonly bucket: TokenBucket;
-  /** Events held back, combined by type, reason and action, in the order they first came. */
-  private readonly waiting = new Map<string, Waiting>();
+  private readonly burst: number;
+  private readonly refillMs: number;
+  private readonly scopes = new Map<string, Scope>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(rest: RestClient, instance: string, log: Logger, limits: EventLimits = {}) {
     this.rest = rest;
     this.instance = instance;
     this.log = log;
-    this.bucket = new TokenBucket({ burst: limits.burst ?? 25, qps: 1000 / (limits.refillMs ?? 5000) });
+    this.burst = limits.burst ?? 25;
+    this.refillMs = limits.refillMs ?? 5000;
+  }
+
+  private scope(namespace: string): Scope {
+    let sc = this.scopes.get(namespace);
+    if (!sc) {
+      if (this.scopes.size >= MAX_IDLE_SCOPES) this.forgetIdle();
+      sc = { bucket: new TokenBucket({ burst: this.burst, qps: 1000 / this.refillMs }), waiting: new Map(), lastUsedMs: 0 };
+      this.scopes.set(namespace, sc);
+    }
+    sc.lastUsedMs = Date.now();
+    return sc;
+  }
+
+  /** A namespace with nothing waiting and no event for a whole burst's refill has a full bucket: a new one is the same. */
+  private forgetIdle(): void {
+    const idleSince = Date.now() - this.burst * this.refillMs;
+    for (const [ns, sc] of this.scopes) if (sc.waiting.size === 0 && sc.lastUsedMs < idleSince) this.scopes.delete(ns);
   }
 
   /** Best effort: an event that cannot be recorded is logged, never fails a reconcile. */
   async record(nd: NodeDisk, type: EventType, reason: string, action: string, note: string): Promise<void> {
-    if (this.waiting.size === 0 && this.bucket.tryTake()) return await this.post(nd, type, reason, action, note);
-    const key = `${type}\0${reason}\0${action}`;
-    const w = this.waiting.get(key);
-    if (w) Object.assign(w, { count: w.count + 1, nd, note });
-    else this.waiting.set(key, { count: 1, nd, type, reason, action, note });
+    await this.recordAbout(refOf(nd), undefined, type, reason, action, note);
+  }
+
+  /** An event about any object (`related`: a second one it concerns, such as a claim's disk); best effort too. */
+  async recordAbout(regarding: ObjectRef, related: ObjectRef | undefined, type: EventType, reason: string, action: string, note: string): Promise<void> {
+    const sc = this.scope(regarding.namespace ?? 'default');
+    if (sc.waiting.size === 0 && sc.bucket.tryTake()) return await this.post(regarding, related, type, reason, action, note);
+    const key = [regarding.kind, type, reason, action].join('\0');
+    const w = sc.waiting.get(key);
+    if (w) Object.assign(w, { count: w.count + 1, regarding, related, note });
+    else sc.waiting.set(key, { count: 1, regarding, related, type, reason, action, note });
     this.schedule();
   }
 
@@ -64,34 +128,41 @@ export class EventRecorder {
   close(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.waiting.clear();
+    this.scopes.clear();
   }
 
+  /** One timer for all namespaces: when the first bucket with events waiting has a token again. */
   private schedule(): void {
     if (this.timer) return;
-    this.timer = setTimeout(() => this.flush(), this.bucket.msUntilToken());
+    let ms = Number.POSITIVE_INFINITY;
+    for (const sc of this.scopes.values()) if (sc.waiting.size > 0) ms = Math.min(ms, sc.bucket.msUntilToken());
+    if (ms === Number.POSITIVE_INFINITY) return;
+    this.timer = setTimeout(() => this.flush(), ms);
     this.timer.unref(); // never keeps a stopping process alive
   }
 
   private flush(): void {
     this.timer = undefined;
-    for (const [key, w] of this.waiting) {
-      if (!this.bucket.tryTake()) break;
-      this.waiting.delete(key);
-      const note = w.count === 1 ? w.note : `(combined from similar events): ${w.count} NodeDisks, the last ${w.nd.metadata.name}: ${w.note}`;
-      void this.post(w.nd, w.type, w.reason, w.action, note);
+    for (const sc of this.scopes.values()) {
+      for (const [key, w] of sc.waiting) {
+        if (!sc.bucket.tryTake()) break;
+        sc.waiting.delete(key);
+        const note = w.count === 1 ? w.note : `(combined from similar events): ${w.count} ${w.regarding.kind}s, the last ${w.regarding.name}: ${w.note}`;
+        void this.post(w.regarding, w.related, w.type, w.reason, w.action, note);
+      }
     }
-    if (this.waiting.size > 0) this.schedule();
+    this.schedule();
   }
 
-  private async post(nd: NodeDisk, type: EventType, reason: string, action: string, note: string): Promise<void> {
-    const name = eventName(nd.metadata.name ?? '', Date.now(), randomBytes(2).toString('hex'));
+  private async post(regarding: ObjectRef, related: ObjectRef | undefined, type: EventType, reason: string, action: string, note: string): Promise<void> {
+    const name = eventName(regarding.name, Date.now(), randomBytes(2).toString('hex'));
+    const namespace = regarding.namespace ?? 'default';
     try {
-      await this.rest.request('POST', '/apis/events.k8s.io/v1/namespaces/default/events', {
+      await this.rest.request('POST', `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`, {
         body: {
           apiVersion: 'events.k8s.io/v1',
           kind: 'Event',
-          metadata: { name, namespace: 'default' },
+          metadata: { name, namespace },
           eventTime: new Date().toISOString().replace(/Z$/, '000Z'),
           reportingController: REPORTING_CONTROLLER,
           reportingInstance: this.instance.slice(0, 128),
@@ -99,13 +170,20 @@ export class EventRecorder {
           reason,
           note: note.slice(0, 1024),
           type,
-          regarding: { apiVersion: API_VERSION, kind: KIND, name: nd.metadata.name, uid: nd.metadata.uid, resourceVersion: nd.metadata.resourceVersion },
+          regarding,
+          ...(related ? { related } : {}),
         },
         timeoutMs: 10_000,
       });
     } catch (err) {
       if (cancelled(err)) return; // the term ended: not worth a warning per event
-      this.log.warn('could not record event', { reason, nodeDisk: nd.metadata.name, error: (err as Error).message });
+      this.log.warn('could not record event', {
+        reason,
+        kind: regarding.kind,
+        ...(regarding.namespace ? { namespace: regarding.namespace } : {}),
+        name: regarding.name,
+        error: (err as Error).message,
+      });
     }
   }
 }

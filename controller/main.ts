@@ -37,6 +37,7 @@ const metrics = controllerMetrics(
     const h = heartbeats?.tracked;
     return { ...(n ? { node_cache: n.nodes, disks_by_node: n.disksByNode, gone_since: n.goneSince } : {}), ...h };
   },
+  () => (binder && leading() ? binder.informer.cache.values() : []),
 );
 // Every request of the process counts in the API errors counter, leader election's included.
 const rest = baseRest.with({ onError: (verb, err) => metrics.apiErrors.inc({ verb, code: 'statusCode' in err ? String(err.statusCode) : 'none' }) });
@@ -87,9 +88,11 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
         },
       })
     : undefined;
+  // One recorder, one token bucket, for all of this controller's events: NodeDisks' and claims'.
+  const events = new EventRecorder(termRest, config.identity, log);
   const reconciler = new Reconciler({
     client,
-    events: new EventRecorder(termRest, config.identity, log),
+    events,
     log,
     metrics,
     staleAfterMs: config.staleAfterMs,
@@ -107,6 +110,8 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
     staleAfterMs: config.staleAfterMs,
     workers: config.workers,
     log: log.with({ loop: 'claims' }),
+    events,
+    bindSeconds: metrics.claimBindSeconds,
   });
   return { controller: c, binder: b, heartbeats, nodes };
 }

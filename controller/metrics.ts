@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { CLAIM_PHASES, type NodeDiskClaim } from '../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { CONDITION } from '../api/constants.ts';
 import { ownerKind } from '../api/owner.ts';
@@ -13,13 +14,15 @@ export interface HeartbeatAge {
 /**
  * `leading` is asked at each scrape: the `leader` gauge is never a remembered value. `nodeDisks` (the
  * leader's informer cache; nothing on a replica that does not lead) is counted at each scrape too, and so
- * are `heartbeats` (the leader's view of the agents' heartbeat Leases; none on a replica that does not lead).
+ * are `heartbeats` (the leader's view of the agents' heartbeat Leases; none on a replica that does not lead)
+ * and `claims` (the leader's NodeDiskClaim cache).
  */
 export function controllerMetrics(
   leading: () => boolean,
   nodeDisks: () => Iterable<NodeDisk> = () => [],
   heartbeats: () => Iterable<HeartbeatAge> = () => [],
   tracked: () => Readonly<Record<string, number>> = () => ({}),
+  claims: () => Iterable<NodeDiskClaim> = () => [],
 ) {
   const registry = new Registry();
   registerProcessMetrics(registry);
@@ -97,6 +100,32 @@ export function controllerMetrics(
           (nd) => nd.status?.node?.capacityBytes ?? 0,
         );
       },
+    }),
+    // By phase only: a namespace label would be one series per team, and `kubectl get ndc -A` answers
+    // "whose". The three phases are always there (0 included), so a panel or an alert needs no absent();
+    // a claim the binder has not written yet has phase "".
+    claims: new Gauge({
+      name: 'nodedisks_controller_claims',
+      help: 'NodeDiskClaims in the leader\'s cache, by phase ("": not looked at yet)',
+      labelNames: ['phase'],
+      registers: [registry],
+      collect() {
+        const n = new Map<string, number>(CLAIM_PHASES.map((p) => [p, 0]));
+        for (const c of claims()) {
+          const phase = c.status?.phase ?? '';
+          n.set(phase, (n.get(phase) ?? 0) + 1);
+        }
+        this.reset();
+        for (const [phase, count] of n) this.set({ phase }, count);
+      },
+    }),
+    // From the claim's creationTimestamp (whole seconds: a bind within the second of its create counts up
+    // to 1 s long) to the binder's Bound write, for claims Bound for the first time.
+    claimBindSeconds: new Histogram({
+      name: 'nodedisks_controller_claim_bind_duration_seconds',
+      help: 'Seconds from a NodeDiskClaim created to Bound (its first binding), as the binder writes it',
+      registers: [registry],
+      buckets: [0.5, 1, 2, 5, 10, 30, 60, 300, 1800, 3600],
     }),
     heartbeatAge: new Gauge({
       name: 'nodedisks_controller_agent_heartbeat_age_seconds',

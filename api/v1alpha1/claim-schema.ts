@@ -126,7 +126,7 @@ export const nodeDiskClaimSchema: SchemaProps = {
         observedGeneration: { type: 'integer', description: 'The metadata.generation that status describes.', format: 'int64', minimum: 0 },
         conditions: {
           type: 'array',
-          description: 'Bound and Ready, where kubectl wait --for=condition, kstatus, Argo CD and Flux look.',
+          description: 'Bound, Ready and (when only a person can mend the claim) Stalled, where kubectl wait --for=condition, kstatus, Argo CD and Flux look.',
           maxItems: 16,
           'x-kubernetes-list-type': 'map',
           'x-kubernetes-list-map-keys': ['type'],

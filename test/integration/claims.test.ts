@@ -12,9 +12,11 @@ import { API_VERSION, CLAIM_FINALIZER, DEFAULT_DISK_DIR, FIELD_MANAGER, KIND, LA
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDiskClaim, NodeDiskClaimSpec } from '../../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { ensureHealthcheck, evaluateHealth, type Verdict } from '../../hack/healthcheck/healthcheck.ts';
 import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
+import { fluxKustomization, healthFixtures } from '../harness/gitops-health.ts';
 import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { denied, nodeDisksFor, useControlPlane } from './_controlplane.ts';
@@ -66,6 +68,50 @@ async function claimWhere(ns: string, name: string, what: string, ok: (c: NodeDi
 
 const cond = (c: NodeDiskClaim, type: string) => c.status?.conditions?.find((x) => x.type === type);
 const readyAndBound = (c: NodeDiskClaim) => c.status?.phase === 'Bound' && cond(c, 'Ready')?.status === 'True';
+
+let healthcheck: Promise<string> | undefined;
+/** kstatus's generic verdict on the claim as the API server serves it: what a tool with no custom check for claims reads. */
+async function kstatusOf(c: NodeDiskClaim): Promise<Verdict> {
+  healthcheck ??= ensureHealthcheck();
+  const [r] = await evaluateHealth(await healthcheck, {
+    argocd: { healthLua: healthFixtures('NodeDiskClaim').healthLua },
+    flux: { healthCheckExprs: fluxKustomization().spec.healthCheckExprs },
+    objects: [{ name: 'claim', yaml: JSON.stringify(c) }],
+  });
+  return r!.kstatus;
+}
+
+/** `kubectl wait --for=condition=Ready` on a claim: its output, or its error when it gave up. */
+async function waitReady(ns: string, name: string, timeout: string): Promise<{ ok: boolean; out: string }> {
+  return await kubectl('wait', 'ndc', name, '-n', ns, '--for=condition=Ready', `--timeout=${timeout}`).then(
+    (out) => ({ ok: true, out }),
+    (err: Error) => ({ ok: false, out: err.message }),
+  );
+}
+
+interface ClaimEvent {
+  type: string;
+  reason: string;
+  action: string;
+  note: string;
+  reportingController: string;
+  regarding: { kind: string; name: string; namespace: string; uid?: string };
+  related?: { kind: string; name: string };
+}
+
+/** The Events about claim ns/name, as its team reads them in its namespace. */
+async function claimEvents(ns: string, name: string, reason?: string): Promise<ClaimEvent[]> {
+  const list = await admin().rest.request<{ items: ClaimEvent[] }>('GET', `/apis/events.k8s.io/v1/namespaces/${ns}/events`);
+  return list.items.filter((e) => e.regarding.kind === 'NodeDiskClaim' && e.regarding.name === name && (reason === undefined || e.reason === reason));
+}
+
+/** Waits for `count` Events of `reason` about claim ns/name (posted after the status write, not waited for by the controller). */
+async function eventsWhere(ns: string, name: string, reason: string, count = 1): Promise<ClaimEvent[]> {
+  return await eventually(`${count} ${reason} event(s) on claim ${ns}/${name}`, async () => {
+    const evs = await claimEvents(ns, name, reason);
+    return evs.length >= count ? evs : undefined;
+  });
+}
 
 async function gone(ns: string, name: string): Promise<void> {
   await eventually(`claim ${ns}/${name} gone`, async () =>
@@ -127,6 +173,12 @@ test.serial('a claim no disk fits is Pending and says why in one line, updated a
     const pending = await claimWhere('pending', 'db', 'Pending', (c) => c.status?.phase === 'Pending');
     t.is(pending.status?.message, '0/9 disks fit: 4 reserved, 3 smaller than 32Mi, 2 on nodes whose agent is stale');
     t.like(cond(pending, 'Bound'), { status: 'False', reason: 'NoDiskFits', message: pending.status?.message });
+    // Tools with no custom check for claims wait on it: kstatus says InProgress, kubectl wait keeps waiting.
+    t.like(cond(pending, 'Ready'), { status: 'False', reason: 'NoDiskFits', message: pending.status?.message, observedGeneration: 1 });
+    t.deepEqual(await kstatusOf(pending), { status: 'InProgress', message: pending.status?.message });
+    const waited = await waitReady('pending', 'db', '1s');
+    t.false(waited.ok);
+    t.regex(waited.out, /timed out waiting for the condition/);
     const column = await kubectl('get', 'ndc', '-n', 'pending', 'db', '-o', 'wide');
     t.regex(column, /^NAME\s+STATUS\s+DISK\s+NODE\s+CAPACITY\s+AGE\s+MESSAGE\n/);
     t.regex(column, /\ndb\s+Pending\s+\S+\s+0\/9 disks fit: 4 reserved/);
@@ -153,6 +205,11 @@ test.serial('a claim no disk fits is Pending and says why in one line, updated a
       (w) => w.objectRef?.resource === 'nodediskclaims' && w.objectRef.subresource === 'status' && w.objectRef.namespace === 'pending' && w.objectRef.name === 'db',
     );
     t.is(statusWrites.length, 3);
+    // A Warning per line, as a PVC's FailedBinding: one for each line, not one for each look.
+    const failed = await eventsWhere('pending', 'db', 'FailedBinding', 3);
+    t.deepEqual(failed.map((e) => e.note).sort(), [pending.status?.message, after.status?.message, third.status?.message].sort());
+    t.like(failed[0], { type: 'Warning', action: 'Bind', reportingController: 'localtest.example.com/node-disks-operator', regarding: { namespace: 'pending', uid: pending.metadata.uid } });
+    t.is((await claimEvents('pending', 'db')).length, 3);
   } finally {
     // Not left Pending for the disks of the tests after this one.
     await adminClaims().delete('pending', 'db');
@@ -182,6 +239,12 @@ test.serial('a team claims a disk in its namespace: Bound, the marker on the nod
   t.regex(table, /^NAME\s+STATUS\s+DISK\s+NODE\s+CAPACITY\s+AGE\n/);
   t.regex(table, new RegExp(`\\ndb\\s+Bound\\s+${diskName}\\s+claims-a\\s+${64 * MiB}\\s+`));
   t.regex(await kubectl('get', 'ndisk', diskName, '-o', 'wide'), /claim:team-a\/db/);
+  t.like(await kstatusOf(bound), { status: 'Current' });
+  t.true((await waitReady('team-a', 'db', '30s')).ok);
+  const [boundEvent] = await eventsWhere('team-a', 'db', 'Bound');
+  t.like(boundEvent, { type: 'Normal', action: 'Bind', note: `bound to NodeDisk ${diskName} on node claims-a (${DEFAULT_DISK_DIR}/disk1.img)`, related: { kind: 'NodeDisk', name: diskName } });
+  // Where kubectl describe shows them.
+  t.regex(await controlPlane().kubectl(controlPlane().admin(), ['describe', 'ndc', 'db', '-n', 'team-a']), /Normal\s+Bound\s+.*bound to NodeDisk/);
 
   await team.delete('team-a', 'db');
   await gone('team-a', 'db');
@@ -190,6 +253,8 @@ test.serial('a team claims a disk in its namespace: Bound, the marker on the nod
     return d.status?.node?.phase === 'Available' && !existsSync(join(diskDir('claims-a'), 'disk1.img.reserved')) ? d : undefined;
   });
   t.deepEqual(released.spec.desired, { state: 'Available' });
+  const [releasedEvent] = await eventsWhere('team-a', 'db', 'Released');
+  t.like(releasedEvent, { type: 'Normal', action: 'Release', note: `claim deleted: NodeDisk ${diskName} on node claims-a released, Available again`, related: { name: diskName } });
 });
 
 test.serial('a Bound claim says when its disk goes Missing, and is Lost when its NodeDisk is gone', async (t) => {
@@ -202,6 +267,8 @@ test.serial('a Bound claim says when its disk goes Missing, and is Lost when its
   t.is(missing.status?.phase, 'Bound');
   t.like(cond(missing, 'Ready'), { reason: 'DiskMissing', message: `disk image ${DEFAULT_DISK_DIR}/disk2.img is missing on node claims-a` });
   t.is(missing.status?.message, `disk image ${DEFAULT_DISK_DIR}/disk2.img is missing on node claims-a`);
+  t.like(cond(missing, 'Stalled'), { status: 'True', reason: 'DiskMissing' });
+  t.is((await kstatusOf(missing)).status, 'Failed');
 
   // A NodeDisk no agent holds (its finalizer would keep it): deleted, the claim bound to it is Lost.
   const lone = await fakeDisk('claims-lost', 'disk1', { bytes: 64 * MiB });
@@ -211,6 +278,11 @@ test.serial('a Bound claim says when its disk goes Missing, and is Lost when its
   const lost = await claimWhere('team-m', 'cache', 'Lost', (c) => c.status?.phase === 'Lost');
   t.like(lost.status, { diskName: lone.metadata.name, nodeName: 'claims-lost', message: `NodeDisk ${lone.metadata.name} is gone` });
   t.like(cond(lost, 'Bound'), { status: 'False', reason: 'DiskGone' });
+  // A person must act (the controller never moves a Bound claim): Stalled, which kstatus reads as Failed.
+  t.like(cond(lost, 'Stalled'), { status: 'True', reason: 'DiskGone', message: `NodeDisk ${lone.metadata.name} is gone` });
+  t.deepEqual(await kstatusOf(lost), { status: 'Failed', message: `NodeDisk ${lone.metadata.name} is gone` });
+  const [lostEvent] = await eventsWhere('team-m', 'cache', 'Lost');
+  t.like(lostEvent, { type: 'Warning', note: `NodeDisk ${lone.metadata.name} is gone: the claim stays Lost until a person acts (it is never moved to another disk)` });
   // A Lost claim is not moved to another disk by itself, and its deletion has nothing to release.
   await adminClaims().delete('team-m', 'cache');
   await gone('team-m', 'cache');
@@ -240,6 +312,16 @@ test.serial('100 claims racing for 20 disks: 20 Bound, 80 Pending, no disk twice
     const nd = await admin().get(c.status!.diskName!);
     t.is(nd.spec.desired?.owner, `claim:race/${c.metadata.name}`);
   }
+  // The controller's metrics, as Prometheus scrapes them: claims by phase, and the binds timed.
+  const port = Number(/"httpPort":(\d+)/.exec(controller.logs())?.[1]);
+  const scraped = await eventually('the claims gauge counts 80 Pending', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    return /^nodedisks_controller_claims\{phase="Pending"\} 80$/m.test(text) ? text : undefined;
+  });
+  const sample = (re: RegExp) => Number(re.exec(scraped)?.[1]);
+  t.true(sample(/^nodedisks_controller_claims\{phase="Bound"\} (\d+)$/m) >= 20);
+  t.true(sample(/^nodedisks_controller_claim_bind_duration_seconds_count (\d+)$/m) >= 20);
+  t.true(sample(/^nodedisks_controller_claim_bind_duration_seconds_bucket\{le="\+Inf"\} (\d+)$/m) >= 20);
   for (const c of settled.pending) t.regex(c.status!.message!, /^0\/\d+ disks fit: \d+ not matching the selector, 20 reserved$|^0\/\d+ disks fit: 20 reserved, \d+ not matching the selector$/);
   // Deleting the Bound ones hands their disks to 20 of the Pending ones.
   const before = Date.now();
@@ -360,6 +442,9 @@ test.serial('reclaimPolicy Retain keeps the disk reserved for the deleted claim;
   await gone('team-r', 'keep');
   const kept = await admin().get(diskName);
   t.deepEqual(kept.spec.desired, { state: 'Reserved', owner: 'claim:team-r/keep' });
+  const [retained] = await eventsWhere('team-r', 'keep', 'Retained');
+  t.like(retained, { type: 'Normal', note: `claim deleted with reclaimPolicy Retain: NodeDisk ${diskName} on node claims-a stays reserved for claim:team-r/keep` });
+  t.deepEqual(await claimEvents('team-r', 'keep', 'Released'), []);
   // The owner on the disk is the binding: the claim again, with the default reclaimPolicy, finds it.
   await adminClaims().create(claim('team-r', 'keep', { nodeName: 'claims-a' }), { fieldManager: 'test' });
   const again = await claimWhere('team-r', 'keep', 'Bound', (c) => c.status?.phase === 'Bound');

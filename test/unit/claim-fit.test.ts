@@ -2,7 +2,7 @@ import test from 'ava';
 import { CLAIM_OWNER_PREFIX, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { matchesSelector, type Misfit, misfit, pendingMessage } from '../../controller/claim-fit.ts';
+import { boundStatus, lostStatus, matchesSelector, type Misfit, misfit, pendingMessage, pendingStatus, sameClaimStatus } from '../../controller/claim-fit.ts';
 import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';
 
 const now = Date.parse('2026-01-02T03:04:05Z');
@@ -59,4 +59,29 @@ test("the Pending line is the scheduler's: all disks, then the counts by reason,
 
 test('a disk reserved for another claim is reserved', (t) => {
   t.is(misfit(newClaim('a', 'b'), disk('n1', 'd1', { owner: `${CLAIM_OWNER_PREFIX}a/c` }), ctx), 'reserved');
+});
+
+const types = (s: { conditions?: { type: string; status: string; reason: string }[] }) => (s.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}`);
+
+test('the conditions kstatus reads: Pending has Ready False, Lost and a Missing disk have Stalled True, a healthy or waiting claim none', (t) => {
+  const claim = newClaim('team-a', 'db');
+  claim.metadata.generation = 1;
+  const at = new Date(now);
+  t.deepEqual(types(pendingStatus(claim, '0/1 disks fit: 1 reserved', at)), ['Bound=False/NoDiskFits', 'Ready=False/NoDiskFits']);
+  const nd = disk('n1', 'd1', { owner: 'claim:team-a/db' });
+  t.deepEqual(types(boundStatus(claim, nd, ctx, at)), ['Bound=True/Bound', 'Ready=True/MarkerOnNode']);
+  nd.status!.node!.phase = 'Available';
+  t.deepEqual(types(boundStatus(claim, nd, ctx, at)), ['Bound=True/Bound', 'Ready=False/WaitingForMarker']);
+  nd.status!.node!.phase = 'Missing';
+  t.deepEqual(types(boundStatus(claim, nd, ctx, at)), ['Bound=True/Bound', 'Ready=False/DiskMissing', 'Stalled=True/DiskMissing']);
+  t.deepEqual(types(lostStatus(claim, 'NodeDisk x is gone', at)), ['Bound=False/DiskGone', 'Ready=False/DiskGone', 'Stalled=True/DiskGone']);
+});
+
+test('a Pending claim whose line does not change is not written again, and keeps its transition times', (t) => {
+  const claim = newClaim('team-a', 'db');
+  claim.metadata.generation = 1;
+  claim.status = pendingStatus(claim, '0/1 disks fit: 1 reserved', new Date(now));
+  const later = pendingStatus(claim, '0/1 disks fit: 1 reserved', new Date(now + 60_000));
+  t.true(sameClaimStatus(claim.status, later));
+  t.false(sameClaimStatus(claim.status, pendingStatus(claim, '0/2 disks fit: 2 reserved', new Date(now + 60_000))));
 });

@@ -3,7 +3,7 @@
 import { createServer } from 'node:http';
 import test from 'ava';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { EventRecorder, eventName } from '../../controller/events.ts';
+import { EventRecorder, eventName, refOf } from '../../controller/events.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { tokenAccess } from './_access.ts';
@@ -17,9 +17,11 @@ const disk = (i: number): NodeDisk => ({
 });
 
 interface Posted {
+  url: string;
   reason: string;
   note: string;
-  regarding: { name: string };
+  regarding: { name: string; kind: string; namespace?: string };
+  related?: { name: string };
 }
 
 async function eventServer() {
@@ -28,7 +30,7 @@ async function eventServer() {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
-      if (req.method === 'POST') posted.push(JSON.parse(body) as Posted);
+      if (req.method === 'POST') posted.push({ ...(JSON.parse(body) as Posted), url: req.url ?? '' });
       res.setHeader('Content-Type', 'application/json');
       res.end(body || '{}');
     });
@@ -99,6 +101,31 @@ test('events of a different reason are combined apart, and a quiet recorder post
   await recorder.record(disk(5), 'Normal', 'AutoReleased', 'Release', 'five');
   t.is(srv.posted.at(-1)?.note, 'five');
   recorder.close();
+});
+
+test("claims' events go to their namespace, with a bucket each: one team's storm neither delays nor joins another's events", async (t) => {
+  const srv = await eventServer();
+  t.teardown(srv.close);
+  // A token back every 2 s: the assertions before the combined event are not a race with it.
+  const recorder = new EventRecorder(srv.rest, 'unit', silent, { burst: 2, refillMs: 2000 });
+  t.teardown(() => recorder.close());
+  const claim = (ns: string, name: string) => ({
+    apiVersion: 'localtest.example.com/v1alpha1' as const,
+    kind: 'NodeDiskClaim' as const,
+    metadata: { name, namespace: ns, uid: `u-${name}` },
+    spec: {},
+  });
+  await Promise.all(Array.from({ length: 50 }, (_, i) => recorder.recordAbout(refOf(claim('busy', `c${i}`), 'NodeDiskClaim'), refOf(disk(i)), 'Normal', 'Bound', 'Bind', `bound to d${i}`)));
+  const inNs = (ns: string) => srv.posted.filter((e) => e.url === `/apis/events.k8s.io/v1/namespaces/${ns}/events`);
+  t.is(inNs('busy').length, 2);
+  t.like(inNs('busy')[0], { regarding: { kind: 'NodeDiskClaim', namespace: 'busy', name: 'c0' }, related: { name: 'd0' } });
+  // Another namespace, at once and alone; and a NodeDisk's event, in "default", at once too.
+  await recorder.recordAbout(refOf(claim('quiet', 'db'), 'NodeDiskClaim'), undefined, 'Warning', 'FailedBinding', 'Bind', '0/1 disks fit: 1 reserved');
+  await recorder.record(disk(99), 'Normal', 'AutoReserved', 'Reserve', 'reserved d99');
+  t.like(inNs('quiet'), [{ note: '0/1 disks fit: 1 reserved', regarding: { kind: 'NodeDiskClaim', namespace: 'quiet', name: 'db' } }]);
+  t.like(inNs('default'), [{ regarding: { kind: 'NodeDisk', name: 'd99' } }]);
+  await until('the combined event of the busy namespace', () => inNs('busy').length === 3);
+  t.like(inNs('busy')[2], { note: '(combined from similar events): 48 NodeDiskClaims, the last c49: bound to d49', related: { name: 'd49' } });
 });
 
 test('an Event name fits 253 characters whatever the NodeDisk name, and names of objects cut alike still differ', (t) => {

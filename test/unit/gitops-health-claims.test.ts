@@ -115,19 +115,22 @@ for (const [expr, verdict] of [
   });
 }
 
-// kstatus, for tools with no custom check: it reads Ready and observedGeneration at status.conditions /
-// status.observedGeneration. A Pending claim has no Ready condition, so kstatus alone takes it for Current:
-// a tool that waits on claims needs the checks above.
-test('kstatus: Bound and Ready is Current; waiting for the marker, Missing and Lost are InProgress; being deleted is Terminating; Pending has no Ready and is Current', (t) => {
+// kstatus, for tools with no custom check: it reads observedGeneration, then Reconciling and Stalled, then
+// Ready, at status.conditions / status.observedGeneration; with none of them a resource is Current. So a
+// Pending claim carries Ready False (InProgress), and one only a person can mend carries Stalled (Failed).
+test('kstatus: Bound and Ready is Current; Pending, waiting for the marker and agent stale are InProgress; Missing, agent error and Lost are Failed; being deleted is Terminating', (t) => {
   t.like(resultFor('testdata/healthy.yaml').kstatus, { status: 'Current', message: 'Resource is Ready' });
-  for (const f of ['progressing_waiting_for_marker', 'progressing_agent_stale', 'degraded_disk_missing', 'degraded_agent_error', 'degraded_lost'])
-    t.is(resultFor(`testdata/${f}.yaml`).kstatus.status, 'InProgress', f);
+  for (const f of ['progressing_pending', 'progressing_waiting_for_marker', 'progressing_agent_stale']) t.is(resultFor(`testdata/${f}.yaml`).kstatus.status, 'InProgress', f);
+  t.like(resultFor('testdata/progressing_pending.yaml').kstatus, { message: '0/2 disks fit: 1 reserved, 1 smaller than 1Gi' });
+  for (const f of ['degraded_disk_missing', 'degraded_agent_error', 'degraded_lost']) t.is(resultFor(`testdata/${f}.yaml`).kstatus.status, 'Failed', f);
+  t.like(resultFor('testdata/degraded_lost.yaml').kstatus, { message: 'NodeDisk node-disk-node-b-disk1 is gone' });
   t.like(resultFor('testdata/progressing_generation_not_observed.yaml').kstatus, {
     status: 'InProgress',
     message: 'NodeDiskClaim generation is 2, but latest observed generation is 1',
   });
   t.is(resultFor('testdata/progressing_deleting.yaml').kstatus.status, 'Terminating');
-  t.is(resultFor('testdata/progressing_pending.yaml').kstatus.status, 'Current');
+  // Before the controller's first status there is nothing to read: kstatus says Current (the checks above say Progressing).
+  t.is(resultFor('testdata/progressing_no_status.yaml').kstatus.status, 'Current');
 });
 
 test('the Argo CD health check for claims is installed as an argocd-cm script without useOpenLibs, as tested', (t) => {

@@ -10,6 +10,8 @@ import type { ConditionStatus, DesiredSpec, NodeDisk, NodePhase } from '../../ap
 import { AUTO_OWNER, RECOVERED_OWNER } from '../../api/constants.ts';
 import { claimOwner } from '../../api/owner.ts';
 import { controllerMetrics } from '../../controller/metrics.ts';
+import type { ClaimPhase, NodeDiskClaim } from '../../api/v1alpha1/claim-types.ts';
+import { newClaim } from '../../hack/lib/nodedisks.ts';
 import { startOpsServer } from '../../lib/runtime/server.ts';
 
 test("/metrics of the ops server: the registry text with the format's content type; a failing collect hook is a 500 with its message", async (t) => {
@@ -213,4 +215,28 @@ test("the controller's tracked-nodes gauge is its per-node state of the moment, 
   const second = await m.registry.metrics();
   t.regex(second, /^nodedisks_controller_tracked_nodes\{state="node_cache"\} 3$/m);
   t.notRegex(second, /state="gone_since"/);
+});
+
+test("the controller's claims gauge counts the leader's NodeDiskClaims by phase only (no namespace: one series per team would grow without bound), every phase always there", async (t) => {
+  const claim = (ns: string, name: string, phase?: ClaimPhase): NodeDiskClaim => ({ ...newClaim(ns, name), ...(phase ? { status: { phase } } : {}) });
+  let cache: NodeDiskClaim[] = [claim('a', 'x', 'Bound'), claim('b', 'y', 'Bound'), claim('a', 'z', 'Pending'), claim('c', 'w')];
+  const m = controllerMetrics(
+    () => true,
+    () => [],
+    () => [],
+    () => ({}),
+    () => cache,
+  );
+  const text = await m.registry.metrics();
+  t.regex(text, /^nodedisks_controller_claims\{phase="Bound"\} 2$/m);
+  t.regex(text, /^nodedisks_controller_claims\{phase="Pending"\} 1$/m);
+  t.regex(text, /^nodedisks_controller_claims\{phase="Lost"\} 0$/m);
+  t.regex(text, /^nodedisks_controller_claims\{phase=""\} 1$/m);
+  t.notRegex(text, /nodedisks_controller_claims\{[^}]*namespace/);
+  cache = [];
+  const none = await m.registry.metrics();
+  t.regex(none, /^nodedisks_controller_claims\{phase="Bound"\} 0$/m);
+  t.notRegex(none, /^nodedisks_controller_claims\{phase=""\}/m);
+  m.claimBindSeconds.observe(0.7);
+  t.regex(await m.registry.metrics(), /^nodedisks_controller_claim_bind_duration_seconds_bucket\{le="1"\} 1$/m);
 });
