@@ -31,6 +31,9 @@ const EXTRA = (process.env.CONTROLLER_ARGS ?? '').split(' ').filter(Boolean);
 const NODE_FLAGS = (process.env.NODE_FLAGS ?? '--max-old-space-size-percentage=50').split(' ').filter(Boolean);
 const LIMIT_MIB = process.env.MEMORY_LIMIT_MIB ? Number(process.env.MEMORY_LIMIT_MIB) : undefined;
 const labelled = Math.ceil(N / LABEL_EVERY);
+// The fleet's nodes have no Node objects: with the node lifecycle (ADR 35) on they are gone and their
+// labelled disks never reserved, so the first start would wait for writes that never come.
+const NODE_LIFECYCLE = '--node-lifecycle=false';
 const CGROUP = `/sys/fs/cgroup/memory/nodedisks-bench-${process.pid}`;
 /** Every controller started, stopped at the end. */
 const procs: ServerProcess[] = [];
@@ -38,7 +41,7 @@ const procs: ServerProcess[] = [];
 /** A controller process; inside the memory cgroup when MEMORY_LIMIT_MIB is set (it joins before exec). */
 function launch(cp: ControlPlane, work: string, id: string, kubeconfig: string, more: string[] = []): ServerProcess {
   const p = new ServerProcess(id, join(work, `${id}.log`));
-  const args = [...NODE_FLAGS, MAIN, `--kubeconfig=${kubeconfig}`, '--http-address=127.0.0.1:0', `--identity=${id}`, '--leader-elect=false', ...EXTRA, ...more];
+  const args = [...NODE_FLAGS, MAIN, `--kubeconfig=${kubeconfig}`, '--http-address=127.0.0.1:0', `--identity=${id}`, '--leader-elect=false', NODE_LIFECYCLE, ...EXTRA, ...more];
   if (LIMIT_MIB === undefined) p.start(process.execPath, args);
   else p.start('/bin/sh', ['-c', `echo $$ > ${CGROUP}/cgroup.procs && exec "$0" "$@"`, process.execPath, ...args]);
   void cp;
