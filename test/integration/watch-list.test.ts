@@ -107,7 +107,7 @@ test.serial('the controller and an agent sync NodeDisks, Nodes and heartbeat Lea
   );
   await Promise.all([controller.stop(), agent.stop()]);
   started.length = 0;
-  t.is((await lists(cp, 'nodedisks')) - ownLists, before.nodedisks, 'no LIST of nodedisks but this test\'s own');
+  t.is((await lists(cp, 'nodedisks')) - ownLists, before.nodedisks, "no LIST of nodedisks but this test's own");
   t.is(await lists(cp, 'nodes'), before.nodes, 'no LIST of nodes');
   t.is(await lists(cp, 'leases'), before.leases, 'no LIST of leases');
   t.false(controller.logs(Number.MAX_SAFE_INTEGER).includes('listing in pages'));
