@@ -38,6 +38,8 @@ export interface AgentOptions {
   rescanMs: number;
   log: Logger;
   metrics: AgentMetrics;
+  /** false: the informer lists in pages instead of the streaming watch-list (--no-watch-list). */
+  watchList?: boolean;
 }
 
 /** The queue item that stands for a full scan of the disk dir: no diskID contains '/' (api/names.ts). */
@@ -78,7 +80,11 @@ export class Agent {
     this.o = o;
     const fieldSelector = `spec.nodeName=${o.nodeName}`;
     this.informer = new Informer<NodeDisk>(
-      { list: (l) => o.client.list({ ...l, fieldSelector }), watch: (w, signal) => o.client.watch({ ...w, fieldSelector }, signal) },
+      {
+        list: (l) => o.client.list({ ...l, fieldSelector }),
+        watch: (w, signal) => o.client.watch({ ...w, fieldSelector }, signal),
+        watchList: (w, signal) => o.client.watch({ ...w, fieldSelector }, signal),
+      },
       {
         onUpsert: (nd) => {
           this.aliases.track(nd, true);
@@ -94,7 +100,7 @@ export class Agent {
           this.synced(); // the first scan waits for this, even on a node with no NodeDisk yet
         },
       },
-      { log: o.log.with({ loop: 'informer' }), transform: dropManagedFields },
+      { log: o.log.with({ loop: 'informer' }), transform: dropManagedFields, ...(o.watchList === false ? { watchList: false } : {}) },
     );
     const cache: DiskCache = {
       get: (name) => this.informer.cache.get(name),

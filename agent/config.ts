@@ -18,6 +18,8 @@ export interface AgentConfig {
   leaseNamespace: string;
   rescanMs: number;
   logLevel: Level;
+  /** The informer syncs through the streaming watch-list where the API server offers it. */
+  watchList: boolean;
 }
 
 export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {

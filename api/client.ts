@@ -152,7 +152,12 @@ export class NodeDiskClient {
     });
   }
 
-  watch(o: ListOptions & { allowWatchBookmarks?: boolean; timeoutSeconds?: number }, signal?: AbortSignal): AsyncGenerator<WatchEvent<NodeDisk>> {
-    return watch<NodeDisk>(this.rest, NODEDISKS_PATH, { ...listQuery(o), allowWatchBookmarks: o.allowWatchBookmarks, timeoutSeconds: o.timeoutSeconds }, signal);
+  /** A watch; with sendInitialEvents (and resourceVersionMatch NotOlderThan) a streaming watch-list (KEP-3157). */
+  watch(
+    o: ListOptions & { allowWatchBookmarks?: boolean; timeoutSeconds?: number; sendInitialEvents?: boolean; resourceVersionMatch?: 'NotOlderThan' },
+    signal?: AbortSignal,
+  ): AsyncGenerator<WatchEvent<NodeDisk>> {
+    const { allowWatchBookmarks, timeoutSeconds, sendInitialEvents, resourceVersionMatch } = o;
+    return watch<NodeDisk>(this.rest, NODEDISKS_PATH, { ...listQuery(o), allowWatchBookmarks, timeoutSeconds, sendInitialEvents, resourceVersionMatch }, signal);
   }
 }

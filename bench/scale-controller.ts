@@ -1,8 +1,9 @@
 // The controller at scale (ADR 23): SCALE_N NodeDisks (default 1,000; 10,000 and
 // 50,000 supported) spread over 200 nodes, 10 % labelled auto-reserve=true, on a real etcd + kube-apiserver.
-// Rows: first start (writes, time, writes/s), restart on the reconciled fleet (time, writes: must be 0),
-// the controller's RSS peak and idle, and the API server's own request counts and CPU (kube-apiserver and
-// etcd, from /proc) next to ours, with the machine's load.
+// Rows: first start (writes, time, writes/s), restart on the reconciled fleet (time, writes: must be 0)
+// through the streaming watch-list and again with --no-watch-list (the paged LIST), the controller's RSS
+// peak and idle, and the API server's own request counts and CPU (kube-apiserver and etcd, from /proc)
+// next to ours, with the machine's load. SKIP_PAGED_RESTART=1 leaves out the paged restart.
 //   npm run bench:scale:controller                      SCALE_N=50000 npm run bench:scale:controller
 // Variables: CONTROLLER_ARGS (extra flags, space separated), CONTROLLER_MAIN (another checkout's
 // controller/main.ts, for before/after figures), MEMORY_LIMIT_MIB (run the controller inside a cgroup v1
@@ -30,14 +31,17 @@ const EXTRA = (process.env.CONTROLLER_ARGS ?? '').split(' ').filter(Boolean);
 const NODE_FLAGS = (process.env.NODE_FLAGS ?? '--max-old-space-size-percentage=50').split(' ').filter(Boolean);
 const LIMIT_MIB = process.env.MEMORY_LIMIT_MIB ? Number(process.env.MEMORY_LIMIT_MIB) : undefined;
 const labelled = Math.ceil(N / LABEL_EVERY);
+// The fleet's nodes have no Node objects: with the node lifecycle (ADR 35) on they are gone and their
+// labelled disks never reserved, so the first start would wait for writes that never come.
+const NODE_LIFECYCLE = '--node-lifecycle=false';
 const CGROUP = `/sys/fs/cgroup/memory/nodedisks-bench-${process.pid}`;
 /** Every controller started, stopped at the end. */
 const procs: ServerProcess[] = [];
 
 /** A controller process; inside the memory cgroup when MEMORY_LIMIT_MIB is set (it joins before exec). */
-function launch(cp: ControlPlane, work: string, id: string, kubeconfig: string): ServerProcess {
+function launch(cp: ControlPlane, work: string, id: string, kubeconfig: string, more: string[] = []): ServerProcess {
   const p = new ServerProcess(id, join(work, `${id}.log`));
-  const args = [...NODE_FLAGS, MAIN, `--kubeconfig=${kubeconfig}`, '--http-address=127.0.0.1:0', `--identity=${id}`, '--leader-elect=false', ...EXTRA];
+  const args = [...NODE_FLAGS, MAIN, `--kubeconfig=${kubeconfig}`, '--http-address=127.0.0.1:0', `--identity=${id}`, '--leader-elect=false', NODE_LIFECYCLE, ...EXTRA, ...more];
   if (LIMIT_MIB === undefined) p.start(process.execPath, args);
   else p.start('/bin/sh', ['-c', `echo $$ > ${CGROUP}/cgroup.procs && exec "$0" "$@"`, process.execPath, ...args]);
   void cp;
@@ -76,12 +80,12 @@ interface Phase {
 }
 
 /** Starts a controller and waits until it has reconciled every NodeDisk `rounds` times over. */
-async function phase(cp: ControlPlane, work: string, id: string, kubeconfig: string, done: (m: string) => boolean): Promise<{ p: ServerProcess; r: Phase }> {
+async function phase(cp: ControlPlane, work: string, id: string, kubeconfig: string, done: (m: string) => boolean, more: string[] = []): Promise<{ p: ServerProcess; r: Phase }> {
   const reqBefore = await apiserverRequests(cp, 'nodedisks');
   const evBefore = await apiserverRequests(cp, 'events');
   const cpuBefore = await controlPlaneCpu(cp);
   const started = performance.now();
-  const p = launch(cp, work, id, kubeconfig);
+  const p = launch(cp, work, id, kubeconfig, more);
   procs.push(p); // stopped in the end whatever happens, so the memory cgroup can be removed
   const pid = await eventually('controller pid', async () => childPid(p.pid, MAIN).catch(() => undefined), 30_000, 20);
   const rss = sampleRss(pid, 100);
@@ -146,20 +150,27 @@ try {
   const loadFirst = await loadAverage();
   await first.p.stop();
   // Restart on the reconciled fleet: every NodeDisk looked at once (a successful reconcile), nothing written.
-  const again = await phase(cp, work, 'controller-restart', kubeconfig, (m) => sum(m, 'nodedisks_controller_reconcile_total{result="success"}') >= N);
+  const restarted = (m: string) => sum(m, 'nodedisks_controller_reconcile_total{result="success"}') >= N;
+  const again = await phase(cp, work, 'controller-restart', kubeconfig, restarted);
   const loadAgain = await loadAverage();
   // Stopped before the cache row below: its log lines, read into this process, would count in that heap.
   await again.p.stop();
+  // The same restart with the paged LIST (the informers before watch-list, and an API server without it).
+  const paged = process.env.SKIP_PAGED_RESTART ? undefined : await phase(cp, work, 'controller-restart-paged', kubeconfig, restarted, ['--no-watch-list']);
+  const loadPaged = await loadAverage();
+  await paged?.p.stop();
 
   const f = (x: number, d = 1) => x.toFixed(d);
   console.log(
     '| phase | time | controller writes | writes/s | NodeDisk requests at the API server | Event POSTs | CPU s: kube-apiserver / etcd / controller | controller RSS peak / idle | load (1/5/15 min) |',
   );
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
-  for (const [name, r, load] of [
+  const rows: [string, Phase, string][] = [
     ['first start', first.r, loadFirst],
-    ['restart, reconciled', again.r, loadAgain],
-  ] as const) {
+    ['restart, reconciled (watch-list)', again.r, loadAgain],
+  ];
+  if (paged) rows.push(['restart, reconciled (--no-watch-list: paged LIST)', paged.r, loadPaged]);
+  for (const [name, r, load] of rows) {
     console.log(
       `| ${name} | ${f(r.seconds)} s | ${r.writes} | ${f(r.writes / r.seconds, 0)} | ${r.requests} | ${r.eventPosts} | ${f(r.apiserverCpu)} / ${f(r.etcdCpu)} / ${f(r.controllerCpu)} (kube-apiserver ${f((100 * r.apiserverCpu) / r.seconds, 0)} % of a core) | ${f(r.peakMiB, 0)} / ${f(r.idleMiB, 0)} MiB | ${load} |`,
     );

@@ -36,6 +36,8 @@ export interface HeartbeatsOptions {
   /** Monotonic ms (performance.now) and wall ms (Date.now), replaceable in tests. */
   monotonic?: () => number;
   wall?: () => number;
+  /** false: the informer lists in pages instead of the streaming watch-list (--no-watch-list). */
+  watchList?: boolean;
 }
 
 interface Seen {
@@ -73,9 +75,10 @@ export class AgentHeartbeats {
       {
         list: (l) => o.rest.request('GET', path, { query: { ...l, labelSelector } }),
         watch: (w, signal) => watch<Lease>(o.rest, path, { ...w, labelSelector }, signal),
+        watchList: (w, signal) => watch<Lease>(o.rest, path, { ...w, labelSelector }, signal),
       },
       { onUpsert: (lease) => this.observe(lease), onDelete: (lease) => this.forget(lease) },
-      { log: o.log.with({ loop: 'heartbeats' }) },
+      { log: o.log.with({ loop: 'heartbeats' }), ...(o.watchList === false ? { watchList: false } : {}) },
     );
   }
 

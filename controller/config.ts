@@ -25,6 +25,8 @@ export interface ControllerConfig {
   kubeApiQps: number;
   kubeApiBurst: number;
   logLevel: Level;
+  /** Informers sync through the streaming watch-list where the API server offers it (docs/adr/0023). */
+  watchList: boolean;
 }
 
 export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ControllerConfig {
@@ -97,6 +99,7 @@ export function parseControllerConfig(argv: string[], env: NodeJS.ProcessEnv = p
     kubeApiQps: a['kube-api-qps'],
     kubeApiBurst: a['kube-api-burst'],
     logLevel: daemon.logLevel,
+    watchList: daemon.watchList,
   };
   if (!(cfg.leaseDurationMs > cfg.renewDeadlineMs && cfg.renewDeadlineMs > cfg.retryPeriodMs)) {
     throw new Error('leader election timings must satisfy --lease-duration > --renew-deadline > --retry-period');

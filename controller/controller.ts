@@ -22,6 +22,8 @@ export interface ControllerOptions {
   onNodeDisk?: (name: string) => void;
   /** Which Nodes exist (the node lifecycle, ADR 35): run and counted with the controller when given. */
   nodes?: Nodes;
+  /** false: the informer lists in pages instead of the streaming watch-list (--no-watch-list). */
+  watchList?: boolean;
 }
 
 export class Controller {
@@ -32,7 +34,7 @@ export class Controller {
   constructor(o: ControllerOptions) {
     this.o = o;
     this.informer = new Informer<NodeDisk>(
-      { list: (l) => o.client.list(l), listText: (l) => o.client.listText(l), watch: (w, s) => o.client.watch(w, s) },
+      { list: (l) => o.client.list(l), listText: (l) => o.client.listText(l), watch: (w, s) => o.client.watch(w, s), watchList: (w, s) => o.client.watch(w, s) },
       {
         onUpsert: (nd, old) => {
           if (!old) o.nodes?.trackDisk(nd.spec.nodeName, 1);
@@ -50,7 +52,7 @@ export class Controller {
         },
       },
       // The cache keeps only what the controller reads (./cache.ts).
-      { log: o.log.with({ loop: 'informer' }), transform: leanNodeDisk },
+      { log: o.log.with({ loop: 'informer' }), transform: leanNodeDisk, ...(o.watchList === false ? { watchList: false } : {}) },
     );
   }
 

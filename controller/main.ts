@@ -72,6 +72,7 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
     rest: termRest,
     namespace: config.agentLeaseNamespace,
     log,
+    watchList: config.watchList,
     onChange: (nodes) => {
       for (const [name, nd] of c.informer.cache) if (nodes.has(nd.spec.nodeName)) c.queue.add(name);
       b.diskChanged();
@@ -82,6 +83,7 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
     ? new Nodes({
         rest: termRest,
         log,
+        watchList: config.watchList,
         onChange: (changed) => {
           for (const [name, nd] of c.informer.cache) if (changed.has(nd.spec.nodeName)) c.queue.add(name);
           b.diskChanged();
@@ -101,7 +103,7 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
     ...(nodes ? { nodes } : {}),
     nodeGoneGraceMs: config.nodeGoneGraceMs,
   });
-  const c = new Controller({ client, reconciler, workers: config.workers, log, metrics, onNodeDisk: (name) => b.diskChanged(name), ...(nodes ? { nodes } : {}) });
+  const c = new Controller({ client, reconciler, workers: config.workers, watchList: config.watchList, log, metrics, onNodeDisk: (name) => b.diskChanged(name), ...(nodes ? { nodes } : {}) });
   const b: Binder = new Binder({
     claims: new NodeDiskClaimClient(termRest),
     disks: client,
@@ -136,6 +138,7 @@ log.info('controller started', {
   nodeLifecycle: config.nodeLifecycle,
   nodeGoneGraceMs: config.nodeGoneGraceMs,
   workers: config.workers,
+  watchList: config.watchList,
   kubeApiQps: config.kubeApiQps,
   kubeApiBurst: config.kubeApiBurst,
 });

@@ -29,6 +29,8 @@ export interface NodesOptions {
   onChange: (nodes: ReadonlySet<string>) => void;
   /** Wall-clock ms, replaceable in tests. */
   wall?: () => number;
+  /** false: the informer lists in pages instead of the streaming watch-list (--no-watch-list). */
+  watchList?: boolean;
 }
 
 /** What is kept of a Node: its name, UID and version. */
@@ -56,6 +58,7 @@ export class Nodes {
       {
         list: (l) => o.rest.request('GET', NODES_PATH, { query: l, accept: AS_METADATA_LIST }),
         watch: (w, signal) => watch<KubeObject>(o.rest, NODES_PATH, w, signal, AS_METADATA),
+        watchList: (w, signal) => watch<KubeObject>(o.rest, NODES_PATH, w, signal, AS_METADATA),
       },
       {
         // A Node's updates (its kubelet's status) change nothing here: only a new Node or a new UID does.
@@ -70,7 +73,7 @@ export class Nodes {
           this.changed(name);
         },
       },
-      { log: o.log.with({ loop: 'nodes' }), transform: leanNode },
+      { log: o.log.with({ loop: 'nodes' }), transform: leanNode, ...(o.watchList === false ? { watchList: false } : {}) },
     );
   }
 

@@ -2,6 +2,7 @@
 import { NodeDiskClaimClient } from '../api/claim-client.ts';
 import { NodeDiskClient } from '../api/client.ts';
 import { loadKubeConfig, type ClusterAccess } from '../lib/kube/kubeconfig.ts';
+import { trustOnlyTheClusterCA } from '../lib/kube/trust-only-ca.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { parseDuration } from '../lib/runtime/duration.ts';
 import { usageError } from './errors.ts';
@@ -78,6 +79,8 @@ export class Session {
         certificateAuthority: f['certificate-authority'],
         insecureSkipTlsVerify: f['insecure-skip-tls-verify'],
       });
+      // One cluster per run: its CA is the process's whole trust store, so Node parses no other (ADR 27).
+      trustOnlyTheClusterCA(this.access);
       this.rest = new RestClient(this.access, { timeoutMs: requestTimeoutMs(f['request-timeout']), userAgent: 'kubectl-nodedisks' });
       this.nodeDisks = new NodeDiskClient(this.rest);
     }

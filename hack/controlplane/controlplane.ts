@@ -50,6 +50,8 @@ export interface StartOptions {
   auditWrites?: boolean;
   /** Picks a free loopback port (tests inject one that hands out a taken port). */
   pickPort?: () => Promise<number>;
+  /** More kube-apiserver flags (`--feature-gates=WatchList=false`, say, for a server without watch-list). */
+  apiserverFlags?: string[];
 }
 
 /** One write request as the API server's audit log records it (Metadata level, stage ResponseComplete). */
@@ -135,6 +137,7 @@ export class ControlPlane {
   private adminIdentity: Identity | undefined;
 
   private readonly kustomization: string | undefined;
+  private extraApiserverFlags: string[] = [];
   private readonly saNames: { prefix?: string; suffix?: string };
 
   private constructor(dir: string, ownsDir: boolean, binaries: ControlPlaneBinaries, namespace: string, kustomization: string | undefined, saNames: { prefix?: string; suffix?: string } = {}) {
@@ -153,6 +156,7 @@ export class ControlPlane {
     const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'nodedisks-cp-')));
     await mkdir(dir, { recursive: true });
     const cp = new ControlPlane(dir, opts.dir === undefined, binaries, opts.namespace ?? SYSTEM_NAMESPACE, opts.kustomization, opts.names);
+    cp.extraApiserverFlags = opts.apiserverFlags ?? [];
     try {
       await cp.boot(opts.auditWrites === true, opts.pickPort ?? freePort);
       if (opts.install !== false) await cp.installBase();
@@ -241,6 +245,7 @@ export class ControlPlane {
       await writeFile(policy, dump(rules));
       this.apiserverArgs.push(`--audit-policy-file=${policy}`, `--audit-log-path=${this.auditLog}`, '--audit-log-format=json', '--audit-log-mode=blocking');
     }
+    this.apiserverArgs.push(...this.extraApiserverFlags);
     this.apiserver.start(this.binaries.kubeApiserver, this.apiserverArgs);
     await this.waitFor(this.apiserver, 90_000, async () => (await this.getAsAdmin('/readyz').catch(() => 0)) === 200);
     this.adminIdentity = await this.persist('admin', this.adminToken);

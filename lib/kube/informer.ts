@@ -1,5 +1,9 @@
 // List + watch into a local cache, as client-go's reflector and informer do:
-// - a paged list, then a watch from the list's resourceVersion, with bookmarks;
+// - where the source offers it, a streaming watch-list (KEP-3157): one watch with sendInitialEvents that
+//   streams the current objects as ADDED events, ends that initial state with a BOOKMARK annotated
+//   k8s.io/initial-events-end, and goes on as a plain watch, so the API server encodes no LIST pages;
+// - else, or when the API server does not offer it (see watchList), a paged list, then a watch from the
+//   list's resourceVersion, with bookmarks;
 // - 410 Gone (resourceVersion too old) → relist; a watch the server ends → rewatch from the last version;
 // - other errors → backoff with jitter, then relist;
 // - a watch that ends at once with no events (a proxy or load balancer that closes long requests) is an
@@ -12,7 +16,7 @@
 //   so a half-dead connection (API server gone without a FIN) cannot stall us forever.
 import { Backoff, sleep } from '../runtime/backoff.ts';
 import type { Logger } from '../runtime/log.ts';
-import { isApiError } from './errors.ts';
+import { ApiError, isApiError } from './errors.ts';
 import { listPages } from './pager.ts';
 import type { KubeList, KubeObject, ObjectMeta } from './types.ts';
 import { endedAtOnce, MIN_WATCH_MS, type WatchEvent } from './watch.ts';
@@ -28,7 +32,23 @@ export interface InformerSource<T> {
    */
   listText?(o: { limit: number; continue?: string }): Promise<string>;
   watch(o: { resourceVersion: string; allowWatchBookmarks: boolean; timeoutSeconds: number }, signal: AbortSignal): AsyncGenerator<WatchEvent<T>>;
+  /**
+   * The same watch with the watch-list's parameters passed on as query parameters, for the initial state
+   * (KEP-3157). Without it the informer lists in pages.
+   */
+  watchList?(o: WatchListQuery, signal: AbortSignal): AsyncGenerator<WatchEvent<T>>;
 }
+
+/** A streaming list's query: the current state as events, from the API server's watch cache. */
+export type WatchListQuery = {
+  sendInitialEvents: true;
+  resourceVersionMatch: 'NotOlderThan';
+  allowWatchBookmarks: true;
+  timeoutSeconds: number;
+};
+
+/** The annotation of the BOOKMARK that ends a watch-list's initial events. */
+export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 export interface InformerHandlers<T> {
   /** Called for adds and updates (old is undefined for an add). */
@@ -56,6 +76,11 @@ export interface InformerOptions<T = unknown> {
   transform?: (obj: T) => T;
   /** The cache key of an object: its name by default; `namespace/name` for a namespaced resource (keyOfNamespaced). */
   key?: (obj: T) => string;
+  /**
+   * Sync through the source's watchList when it has one (the default), falling back to the paged list
+   * where the API server does not offer it; false lists in pages always.
+   */
+  watchList?: boolean;
 }
 
 /** The cache key of a namespaced object, as client-go's MetaNamespaceKeyFunc: `namespace/name`. */
@@ -69,7 +94,10 @@ export class Informer<T extends KubeObject> {
   private lastError: Error | undefined;
   /** Whether lastError came from a watch: only a healthy watch clears it, not the relist before it. */
   private watchFailing = false;
-  private readonly o: Required<Omit<InformerOptions<T>, 'transform' | 'key'>>;
+  private readonly o: Required<Omit<InformerOptions<T>, 'transform' | 'key' | 'watchList'>>;
+  private readonly useWatchList: boolean;
+  /** Why the last watch-list fell back to a paged list, so the fallback is logged once, not every relist. */
+  private fellBack: string | undefined;
   private readonly transform: (obj: T) => T;
   private readonly keyOf: (obj: T) => string;
   private readonly source: InformerSource<T>;
@@ -78,7 +106,8 @@ export class Informer<T extends KubeObject> {
   constructor(source: InformerSource<T>, handlers: InformerHandlers<T>, o: InformerOptions<T>) {
     this.source = source;
     this.handlers = handlers;
-    const { transform, key, ...rest } = o;
+    const { transform, key, watchList, ...rest } = o;
+    this.useWatchList = watchList !== false && source.watchList !== undefined;
     this.transform = transform ?? ((obj) => obj);
     this.keyOf = key ?? ((obj) => obj.metadata.name ?? '');
     this.o = {
@@ -122,38 +151,79 @@ export class Informer<T extends KubeObject> {
   /** Runs until `signal` aborts. Never throws: errors are logged and retried. */
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      let rv: string;
-      try {
-        rv = await this.relist();
-        // Not a backoff reset: a list that works between watches that end at once proves nothing.
-        if (!this.watchFailing) this.lastError = undefined;
-      } catch (err) {
-        this.fail('list failed', err as Error);
-        await sleep(this.o.backoff.next(), signal);
-        continue;
+      let rv: string | undefined;
+      if (this.useWatchList) {
+        const result = await this.watchList(signal);
+        if (signal.aborted) break;
+        if (result.kind === 'continue') rv = result.resourceVersion;
+        else if (result.kind !== 'fallback') {
+          await this.afterWatch(result, signal);
+          continue;
+        }
+      }
+      if (rv === undefined) {
+        try {
+          rv = await this.relist();
+          // Not a backoff reset: a list that works between watches that end at once proves nothing.
+          if (!this.watchFailing) this.lastError = undefined;
+        } catch (err) {
+          this.fail('list failed', err as Error);
+          await sleep(this.o.backoff.next(), signal);
+          continue;
+        }
       }
       // Watch until something forces a relist.
       while (!signal.aborted) {
         const result = await this.watchOnce(rv, signal);
-        if (result.kind === 'relist') {
-          // Expired before it proved healthy: the list's version was already gone (a server that compacts
-          // faster than we list, or an etcd that lost history). Relisting at once would hammer it with
-          // whole lists, so the backoff applies, as client-go's reflector backs off between list-and-watches.
-          if (result.atOnce) {
-            this.o.log.info('watch expired at once; relisting after a backoff');
-            await sleep(this.o.backoff.next(), signal);
-          }
-          break;
+        if (result.kind === 'continue') {
+          rv = result.resourceVersion;
+          continue;
         }
-        if (result.kind === 'error') {
-          this.fail('watch failed', result.error);
-          this.watchFailing = true;
-          await sleep(this.o.backoff.next(), signal);
-          break;
-        }
-        rv = result.resourceVersion;
+        // (A plain watch never falls back: that is only the watch-list's answer.)
+        if (result.kind !== 'fallback') await this.afterWatch(result, signal);
+        break;
       }
     }
+  }
+
+  /** What a watch that forces a relist leaves behind: a log line, an error, a backoff. */
+  private async afterWatch(result: WatchEnd & { kind: 'relist' | 'error' }, signal: AbortSignal): Promise<void> {
+    if (result.kind === 'relist') {
+      // Expired before it proved healthy: the list's version was already gone (a server that compacts
+      // faster than we list, or an etcd that lost history). Relisting at once would hammer it with
+      // whole lists, so the backoff applies, as client-go's reflector backs off between list-and-watches.
+      if (result.atOnce) {
+        this.o.log.info('watch expired at once; relisting after a backoff');
+        await sleep(this.o.backoff.next(), signal);
+      }
+      return;
+    }
+    if (result.synced) {
+      this.fail('watch failed', result.error);
+      this.watchFailing = true;
+    } else this.fail('list failed', result.error);
+    await sleep(this.o.backoff.next(), signal);
+  }
+
+  /**
+   * A sync through the streaming watch-list, which then goes on as the watch. It falls back to the paged
+   * list, for this sync, where the API server does not offer it: it refuses the parameters (a server whose
+   * WatchList feature gate is off answers 422 Invalid, "sendInitialEvents is forbidden for watch unless
+   * the WatchList feature gate is enabled"; servers before it forbid resourceVersionMatch on a watch the
+   * same way), or it serves a plain watch (a BOOKMARK without the initial-events-end annotation before
+   * it), or the stream ends before that bookmark (a proxy that cuts long requests: the paged list still
+   * works there, as it did before watch-list). The next sync asks again: the server may have been
+   * upgraded meanwhile, and a refusal costs one small request.
+   */
+  private async watchList(signal: AbortSignal): Promise<WatchEnd | { kind: 'fallback' }> {
+    const initial = new Map<string, T>();
+    const result = await this.watchOnce('', signal, initial);
+    if (result.kind !== 'fallback') return result;
+    // Logged once per reason: an old API server refuses at every sync, and that is how it is meant to work.
+    if (this.fellBack !== result.reason) this.o.log.info('no streaming watch-list; listing in pages', { reason: result.reason });
+    else this.o.log.debug('no streaming watch-list; listing in pages', { reason: result.reason });
+    this.fellBack = result.reason;
+    return result;
   }
 
   private fail(what: string, err: Error): void {
@@ -189,6 +259,15 @@ export class Informer<T extends KubeObject> {
       }
       rv = page.metadata.resourceVersion ?? rv;
     }
+    this.replace(seen, rv);
+    return rv;
+  }
+
+  /**
+   * The cache becomes what a (re)list or a watch-list's initial events found at `rv`: what is not there
+   * is deleted, what changed is upserted, and onSync follows.
+   */
+  private replace(seen: Map<string, T>, rv: string): void {
     const listedAt = { metadata: { resourceVersion: rv } };
     for (const [name, old] of this.cache) {
       // Not listed, unless the owner stored it from a write newer than the list (created after it).
@@ -205,13 +284,14 @@ export class Informer<T extends KubeObject> {
     }
     this.synced = true;
     this.handlers.onSync?.();
-    return rv;
   }
 
-  private async watchOnce(
-    resourceVersion: string,
-    outer: AbortSignal,
-  ): Promise<{ kind: 'continue'; resourceVersion: string } | { kind: 'relist'; atOnce: boolean } | { kind: 'error'; error: Error }> {
+  /**
+   * One watch from `resourceVersion`, until it ends or something forces a relist. With `initial`, the
+   * watch is a watch-list: its events up to the initial-events-end BOOKMARK are the current state, gathered
+   * there and put in the cache at that bookmark as a relist would; then it goes on as any watch.
+   */
+  private async watchOnce(resourceVersion: string, outer: AbortSignal, initial?: Map<string, T>): Promise<WatchEnd | { kind: 'fallback'; reason: string }> {
     const timeoutSeconds = Math.round(this.o.watchTimeoutSeconds * (0.5 + Math.random()));
     const inner = new AbortController();
     const abort = () => inner.abort();
@@ -233,6 +313,8 @@ export class Informer<T extends KubeObject> {
     const opened = Date.now();
     let events = 0;
     let healthy = false;
+    /** Whether the initial state is still arriving (a watch-list before its end bookmark). */
+    let gathering = initial !== undefined;
     // A watch is healthy once it delivered an event or stayed open minWatchMs: the backoff starts over, and
     // a watch error is cleared.
     const proven = () => {
@@ -246,20 +328,39 @@ export class Informer<T extends KubeObject> {
     const provenTimer = setTimeout(proven, this.o.minWatchMs);
     try {
       arm();
-      for await (const ev of this.source.watch({ resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds }, inner.signal)) {
+      const stream = initial
+        ? this.source.watchList!({ sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', allowWatchBookmarks: true, timeoutSeconds }, inner.signal)
+        : this.source.watch({ resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds }, inner.signal);
+      for await (const ev of stream) {
         arm();
-        if (ev.type !== 'ERROR') {
-          events++;
-          proven();
-        }
+        if (ev.type !== 'ERROR') events++;
+        // Part of an initial state proves nothing (a proxy may cut every stream after some bytes): the
+        // watch-list is healthy from its end bookmark on, or once it has been open for minWatchMs.
+        if (ev.type !== 'ERROR' && !gathering) proven();
         if (ev.type === 'ERROR') {
           if (ev.object.code === 410) return { kind: 'relist', atOnce: !healthy };
-          return { kind: 'error', error: new Error(ev.object.message ?? 'watch error') };
+          return { kind: 'error', error: new Error(ev.object.message ?? 'watch error'), synced: !gathering };
         }
         rv = ev.object.metadata.resourceVersion ?? rv;
-        if (ev.type === 'BOOKMARK') continue;
+        if (ev.type === 'BOOKMARK') {
+          if (!gathering) continue;
+          // Before the end of the initial state an API server that honours sendInitialEvents sends no other
+          // bookmark: one without the annotation is a plain watch, from a server that ignored the request.
+          if (ev.object.metadata.annotations?.[INITIAL_EVENTS_END] !== 'true') return { kind: 'fallback', reason: 'the watch had a BOOKMARK without the initial-events-end annotation' };
+          gathering = false;
+          proven();
+          this.replace(initial!, rv);
+          initial!.clear();
+          if (!this.watchFailing) this.lastError = undefined;
+          continue;
+        }
         const obj = this.transform(ev.object);
         const name = this.keyOf(obj);
+        if (gathering) {
+          if (ev.type === 'DELETED') initial!.delete(name);
+          else initial!.set(name, obj);
+          continue;
+        }
         const old = this.cache.get(name);
         // Older than what is cached: the owner stored its own, newer write (storeOwnWrite); a late event
         // must not take the cache back in time, nor a late DELETED drop an object re-created since.
@@ -273,8 +374,13 @@ export class Informer<T extends KubeObject> {
         }
       }
       if (watchdogFired) return { kind: 'relist', atOnce: false };
+      if (gathering && !outer.aborted) return { kind: 'fallback', reason: `the watch ended before its initial-events-end bookmark (after ${events} events)` };
       if (endedAtOnce(opened, events, this.o.minWatchMs) && !outer.aborted) {
-        return { kind: 'error', error: new Error(`the watch ended at once with no events (after ${Date.now() - opened} ms); a proxy or load balancer may be closing it`) };
+        return {
+          kind: 'error',
+          error: new Error(`the watch ended at once with no events (after ${Date.now() - opened} ms); a proxy or load balancer may be closing it`),
+          synced: true,
+        };
       }
       // The server closed the watch (its timeout): watch again from where we are.
       return { kind: 'continue', resourceVersion: rv };
@@ -282,7 +388,12 @@ export class Informer<T extends KubeObject> {
       if (outer.aborted) return { kind: 'continue', resourceVersion: rv };
       if (watchdogFired) return { kind: 'relist', atOnce: false };
       if (isApiError(err, 410)) return { kind: 'relist', atOnce: !healthy };
-      return { kind: 'error', error: err as Error };
+      // The API server refused the watch-list's parameters (422 where the WatchList gate is off, a 400 from
+      // something in between): the paged list. 429 is the server asking for time, not a refusal.
+      if (gathering && err instanceof ApiError && err.statusCode >= 400 && err.statusCode < 500 && err.statusCode !== 429) {
+        return { kind: 'fallback', reason: `${err.statusCode}: ${err.message}` };
+      }
+      return { kind: 'error', error: err as Error, synced: !gathering };
     } finally {
       clearTimeout(silentTimer);
       clearTimeout(provenTimer);
@@ -290,6 +401,9 @@ export class Informer<T extends KubeObject> {
     }
   }
 }
+
+/** How a watch ended: go on watching from a version, relist, or an error (before or after the cache synced). */
+type WatchEnd = { kind: 'continue'; resourceVersion: string } | { kind: 'relist'; atOnce: boolean } | { kind: 'error'; error: Error; synced: boolean };
 
 /** The continue token of a list's JSON text when its metadata comes last (the API server's layout). */
 export function continueAtEnd(text: string): string | undefined {

@@ -80,6 +80,32 @@ test('a watch that ends at once with no events is not re-opened at once: the inf
   t.regex(inf.error?.message ?? '', /watch ended at once with no events/, 'the informer says it cannot watch');
 });
 
+test('with the watch-list too, watches that end at once back off: the informer syncs from the paged list and does not spin', async (t) => {
+  const s = await closingServer();
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        s.server.close(() => resolve());
+        s.server.closeAllConnections();
+      }),
+  );
+  const c = new NodeDiskClient(new RestClient(tokenAccess(s.url, 't'), { timeoutMs: 2000 }));
+  const inf = new Informer<NodeDisk>({ list: (o) => c.list(o), watch: (o, sig) => c.watch(o, sig), watchList: (o, sig) => c.watch(o, sig) }, {}, { log: silent });
+  const stop = new AbortController();
+  const done = inf.run(stop.signal);
+  await until('synced', () => inf.hasSynced);
+  const windowMs = 3000;
+  const deadline = Date.now() + windowMs;
+  await until('the window to pass', () => Date.now() >= deadline, windowMs + 1000);
+  stop.abort();
+  await done;
+  // Each round is a watch-list cut at once, the paged list, and its watch cut at once: then the backoff.
+  t.true(s.lists() <= 6, `${s.lists()} lists in ${windowMs} ms`);
+  t.true(s.lists() >= 2, `${s.lists()} lists: the informer did try again`);
+  t.deepEqual([...inf.cache.keys()], ['a'], 'synced from the paged list');
+  t.regex(inf.error?.message ?? '', /watch ended at once with no events/, 'the informer says it cannot watch');
+});
+
 /** An informer source whose list and watch events the test hands out one by one. */
 function scripted(listed: NodeDisk[]) {
   const queue: WatchEvent<NodeDisk>[] = [];
