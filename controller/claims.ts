@@ -41,6 +41,8 @@ export interface BinderOptions {
   events?: EventRecorder;
   /** Seconds from a claim's creation to its first Bound. */
   bindSeconds?: Pick<Histogram, 'observe'>;
+  /** Sync through the streaming watch-list where the API server offers it (the default). */
+  watchList?: boolean;
 }
 
 /** Disks tried, each from a fresh read after a conflict, before the claim goes back to the queue. */
@@ -64,6 +66,7 @@ export class Binder {
       {
         list: (l) => o.claims.list(undefined, l),
         watch: (w, s) => o.claims.watch(undefined, w, s),
+        watchList: (w, s) => o.claims.watch(undefined, w, s),
       },
       {
         onUpsert: (c) => this.queue.add(keyOfNamespaced(c)),
@@ -73,7 +76,7 @@ export class Binder {
           for (const key of this.informer.cache.keys()) this.queue.add(key, 'sweep');
         },
       },
-      { log: o.log.with({ loop: 'claims-informer' }), key: keyOfNamespaced },
+      { log: o.log.with({ loop: 'claims-informer' }), key: keyOfNamespaced, ...(o.watchList === false ? { watchList: false } : {}) },
     );
   }
 

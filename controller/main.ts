@@ -114,6 +114,7 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
     log: log.with({ loop: 'claims' }),
     events,
     bindSeconds: metrics.claimBindSeconds,
+    watchList: config.watchList,
   });
   return { controller: c, binder: b, heartbeats, nodes };
 }

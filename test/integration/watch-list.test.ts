@@ -84,9 +84,9 @@ test.serial('the informer syncs through the watch-list: no LIST at the API serve
   t.true((await lists(cp, 'nodedisks')) > before, 'the paged informer is counted as a LIST');
 });
 
-test.serial('the controller and an agent sync NodeDisks, Nodes and heartbeat Leases without a LIST', async (t) => {
+test.serial('the controller and an agent sync NodeDisks, Nodes, heartbeat Leases and NodeDiskClaims without a LIST', async (t) => {
   const cp = controlPlane();
-  const before = { nodedisks: await lists(cp, 'nodedisks'), nodes: await lists(cp, 'nodes'), leases: await lists(cp, 'leases') };
+  const before = { nodedisks: await lists(cp, 'nodedisks'), nodes: await lists(cp, 'nodes'), leases: await lists(cp, 'leases'), claims: await lists(cp, 'nodediskclaims') };
   const controller = await startController(cp, { logDir: join(work, 'logs'), nodeLifecycle: true });
   started.push(controller);
   const diskDir = join(work, 'wl-node-0');
@@ -110,6 +110,7 @@ test.serial('the controller and an agent sync NodeDisks, Nodes and heartbeat Lea
   t.is((await lists(cp, 'nodedisks')) - ownLists, before.nodedisks, "no LIST of nodedisks but this test's own");
   t.is(await lists(cp, 'nodes'), before.nodes, 'no LIST of nodes');
   t.is(await lists(cp, 'leases'), before.leases, 'no LIST of leases');
+  t.is(await lists(cp, 'nodediskclaims'), before.claims, 'no LIST of nodediskclaims');
   t.false(controller.logs(Number.MAX_SAFE_INTEGER).includes('listing in pages'));
 });
 
