@@ -167,7 +167,11 @@ export async function writeArchive(image: BuiltImage, file: string): Promise<voi
 /** The entries of a tar archive that tar() wrote (ustar: files, dirs, symlinks; a long name split at its prefix). */
 export function untar(archive: Buffer): Entry[] {
   const out: Entry[] = [];
-  const field = (h: Buffer, at: number, len: number) => h.subarray(at, at + len).toString('utf8').replace(/\0.*$/s, '');
+  const field = (h: Buffer, at: number, len: number) =>
+    h
+      .subarray(at, at + len)
+      .toString('utf8')
+      .replace(/\0.*$/s, '');
   const num = (h: Buffer, at: number, len: number) => Number.parseInt(field(h, at, len).trim() || '0', 8);
   for (let at = 0; at + 512 <= archive.length; ) {
     const h = archive.subarray(at, at + 512);
