@@ -18,6 +18,7 @@ import { readSysctls, sleep } from '../../hack/cluster/host.ts';
 import { imageRef } from '../../hack/cluster/images.ts';
 import { DISK_DIR, NODE_NAMES, nodeSpec } from '../../hack/cluster/topology.ts';
 import { assertNothingLeft, clusterEnv, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
+import { ensureHelm, helm } from '../../hack/helm/helm.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { FINALIZER, LABEL, MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
 import { buildPreviousRelease, importIntoNodes, nodeImage, type PreviousRelease } from './_previous-release.ts';
@@ -38,6 +39,7 @@ const sysctls = await readSysctls();
 const releaseDir = mkdtempSync(join(tmpdir(), 'nodedisks-previous-release-'));
 let run: Run | undefined;
 let kubectl = '';
+let helmBin = '';
 let previous: PreviousRelease;
 const { k, ndName, seedLine, markers, reserve, release, pods } = nodeDisksE2E(dataDir, env, () => kubectl);
 
@@ -297,8 +299,8 @@ test.serial('on the previous release: a reservation of every kind (label, by han
   t.log(`four reservations made on the previous release: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 });
 
-/** Applies an install over the running one and checks the rolling update lost nothing; returns its seconds. */
-async function changeInstall(t: import('ava').ExecutionContext, dir: string, tag: string, expected: Awaited<ReturnType<typeof snapshot>>): Promise<number> {
+/** Changes the install (`change`: an apply, a helm command) and checks that the rolling update to `tag` lost nothing; returns its seconds. */
+async function changeInstall(t: import('ava').ExecutionContext, change: () => Promise<unknown>, tag: string, expected: Awaited<ReturnType<typeof snapshot>>): Promise<number> {
   const old = new Set((await installPods()).map((p) => p.uid));
   t.is(old.size, 5);
   const versions = () => k(['get', 'nodedisks', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.metadata.resourceVersion}{"\\n"}{end}']).then((o) => new Set(o.split('\n').filter(Boolean)));
@@ -307,7 +309,7 @@ async function changeInstall(t: import('ava').ExecutionContext, dir: string, tag
   const t0 = Date.now();
   let seen: { changes: string[]; reads: number };
   try {
-    await apply(dir);
+    await change();
     await rolledOutTo(tag, old);
     // Ready: each new agent has listed, scanned and reconciled its disks; each NodeDisk reported again.
     await until('every NodeDisk but the held one is Ready', 3 * MINUTES, readiness, (r) => r.filter((l) => !l.startsWith(`${HELD}=`)).every((l) => l.endsWith('=True')));
@@ -331,7 +333,7 @@ test.serial(
   'the upgrade to this checkout (kustomize apply): the rolling update keeps every NodeDisk, reservation, finalizer, claim and marker, rewrites no marker, and the label policy and a release work after it',
   async (t) => {
     t.timeout(15 * MINUTES);
-    await changeInstall(t, CURRENT_OVERLAY, 'dev', held);
+    await changeInstall(t, () => apply(CURRENT_OVERLAY), 'dev', held);
     const t0 = Date.now();
     // The policy after the upgrade: a new label reserves, a removed one releases.
     await reserve(M04, 'disk2');
@@ -344,7 +346,7 @@ test.serial(
 
 test.serial('the rollback to the previous release (its kustomize apply) keeps everything, and its agent completes the held deletion once it is released', async (t) => {
   t.timeout(15 * MINUTES);
-  await changeInstall(t, previous.overlay, previous.tag, held);
+  await changeInstall(t, () => apply(previous.overlay), previous.tag, held);
   const uid = (JSON.parse(held.disks[HELD] ?? '{}') as { uid: string }).uid;
   await k(['patch', 'nodedisk', HELD, '--type=merge', '-p', '{"spec":{"desired":{"state":"Available","owner":null}}}']);
   const back = await until(
@@ -361,6 +363,47 @@ test.serial('the rollback to the previous release (its kustomize apply) keeps ev
     (m) => !m.includes('disk1.img.reserved'),
   );
 });
+
+// ---- the Helm route ---------------------------------------------------------------------------
+
+const RELEASE = 'node-disks-manager';
+const h = (args: string[]) => helm(helmBin, [...args, '-n', NS], { env: { KUBECONFIG: join(dataDir, 'kubeconfig') } });
+/** `helm upgrade --install` of a chart with its local-cluster values and the images at `tag`, as `npm run cluster --install=helm` does. */
+const helmInstall = (chart: string, tag: string) =>
+  h([
+    'upgrade',
+    '--install',
+    RELEASE,
+    chart,
+    '-f',
+    join(chart, 'ci', 'local-cluster-values.yaml'),
+    ...['--set', `controller.image.repository=${OPERATOR}`, '--set', `controller.image.tag=${tag}`, '--set', `agent.image.repository=${AGENT}`, '--set', `agent.image.tag=${tag}`],
+  ]);
+async function history(): Promise<Record<number, string>> {
+  const revs = JSON.parse(await h(['history', RELEASE, '-o', 'json'])) as { revision: number; status: string }[];
+  return Object.fromEntries(revs.map((r) => [r.revision, r.status]));
+}
+
+test.serial(
+  'Helm: the previous release’s chart takes the kustomize install over (docs/upgrade.md), then helm upgrade to this checkout’s chart and helm rollback each keep everything and rewrite no marker',
+  async (t) => {
+    t.timeout(20 * MINUTES);
+    helmBin = await ensureHelm();
+    held = await snapshot();
+    // The adoption: Helm takes objects that carry its release's label and annotations.
+    const rendered = join(releaseDir, 'previous-install.yaml');
+    await writeFile(rendered, await k(['kustomize', previous.overlay]));
+    await k(['label', '-f', rendered, 'app.kubernetes.io/managed-by=Helm', '--overwrite']);
+    await k(['annotate', '-f', rendered, `meta.helm.sh/release-name=${RELEASE}`, `meta.helm.sh/release-namespace=${NS}`, '--overwrite']);
+    // The chart's pods carry Helm's labels: a rolling update, to the same images.
+    await changeInstall(t, () => helmInstall(previous.chart, previous.tag), previous.tag, held);
+    t.deepEqual(await history(), { 1: 'deployed' });
+    await changeInstall(t, () => helmInstall(join(REPO_ROOT, 'charts', 'node-disks-manager'), 'dev'), 'dev', held);
+    t.deepEqual(await history(), { 1: 'superseded', 2: 'deployed' });
+    await changeInstall(t, () => h(['rollback', RELEASE, '1']), previous.tag, held);
+    t.deepEqual(await history(), { 1: 'superseded', 2: 'superseded', 3: 'deployed' });
+  },
+);
 
 test.serial('Ctrl-C tears the cluster down and leaves the host as found', async (t) => {
   t.timeout(5 * MINUTES);
