@@ -7,7 +7,9 @@
 // must keep every NodeDisk, reservation, finalizer and claim, and no marker may be rewritten or removed
 // while it runs (each marker's inode, mtime, ctime and content watched throughout); the label policy and
 // a release work after it. Then the rollback to the previous release keeps everything too, and its agent
-// completes the held deletion once it is released. One cluster for the whole file; the tests run in order.
+// completes the held deletion once it is released. Last, the Helm route: the previous release's chart
+// adopts the kustomize install, `helm upgrade` to this checkout's chart and `helm rollback`, each rolling
+// update held to the same checks. One cluster for the whole file; the tests run in order.
 import test from 'ava';
 import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,8 +26,8 @@ import { FINALIZER, LABEL, MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
 import { buildPreviousRelease, importIntoNodes, nodeImage, type PreviousRelease } from './_previous-release.ts';
 
 /**
- * The previous release: the last commit of main before this test existed (the node lifecycle of
- * docs/adr/0035 and NodeDiskClaims included). Move it to the last release when cutting a new one.
+ * The previous release: fb0cf9b, the last release landed on main before this test (NodeDiskClaims and the
+ * node lifecycle of docs/adr/0035 included). Move it to the last release when cutting a new one.
  */
 const PREVIOUS_RELEASE = 'fb0cf9be212842eea71d204e1529aa2946c7a202';
 const CURRENT_OVERLAY = join(REPO_ROOT, 'kustomize', 'overlays', 'local-cluster');
