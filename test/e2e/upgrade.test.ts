@@ -131,7 +131,7 @@ async function snapshot(): Promise<{ disks: Record<string, string>; claims: Reco
 
 /**
  * Watches every marker from now until stop(): each change of a marker's inode, mtime, ctime or content,
- * a marker gone or a new one, is recorded with the time it was seen. A read every 100 ms of a few files
+ * a marker gone or a new one, is recorded once, with the time it was seen. A read every 100 ms of a few files
  * in the host's view of the nodes' disk dirs.
  */
 function watchMarkers(expected: Record<string, string>): { stop: () => Promise<{ changes: string[]; reads: number }> } {
@@ -140,12 +140,14 @@ function watchMarkers(expected: Record<string, string>): { stop: () => Promise<{
   let stopped = false;
   const t0 = Date.now();
   const loop = (async () => {
+    let last = expected;
     while (!stopped) {
       const now = await markerFiles();
       reads++;
-      for (const key of new Set([...Object.keys(expected), ...Object.keys(now)])) {
-        if (now[key] !== expected[key]) changes.push(`${((Date.now() - t0) / 1000).toFixed(1)} s: ${key}: ${expected[key] ?? '(none)'} → ${now[key] ?? '(gone)'}`);
+      for (const key of new Set([...Object.keys(last), ...Object.keys(now)])) {
+        if (now[key] !== last[key]) changes.push(`${((Date.now() - t0) / 1000).toFixed(1)} s: ${key}: ${last[key] ?? '(none)'} → ${now[key] ?? '(gone)'}`);
       }
+      last = now;
       if (changes.length > 20) break;
       await sleep(100);
     }
