@@ -163,3 +163,47 @@ export function ociArchive(name: string, entries: Entry[], cfg: ImageConfig): Bu
 export async function writeArchive(image: BuiltImage, file: string): Promise<void> {
   await writeFile(file, image.archive);
 }
+
+/** The entries of a tar archive that tar() wrote (ustar: files, dirs, symlinks; a long name split at its prefix). */
+export function untar(archive: Buffer): Entry[] {
+  const out: Entry[] = [];
+  const field = (h: Buffer, at: number, len: number) =>
+    h
+      .subarray(at, at + len)
+      .toString('utf8')
+      .replace(/\0.*$/s, '');
+  const num = (h: Buffer, at: number, len: number) => Number.parseInt(field(h, at, len).trim() || '0', 8);
+  for (let at = 0; at + 512 <= archive.length; ) {
+    const h = archive.subarray(at, at + 512);
+    if (h.every((b) => b === 0)) break;
+    const prefix = field(h, 345, 155);
+    const path = (prefix ? `${prefix}/` : '') + field(h, 0, 100);
+    const size = num(h, 124, 12);
+    const mode = num(h, 100, 8);
+    const [uid, gid] = [num(h, 108, 8), num(h, 116, 8)];
+    const type = String.fromCharCode(h[156] ?? 0);
+    at += 512;
+    if (type === '5') out.push({ path: path.replace(/\/$/, ''), type: 'dir', mode, uid, gid });
+    else if (type === '2') out.push({ path, type: 'symlink', target: field(h, 157, 100) });
+    else if (type === '0' || type === '\0') out.push({ path, type: 'file', content: Buffer.from(archive.subarray(at, at + size)), mode, uid, gid });
+    else throw new Error(`tar entry ${path}: type ${JSON.stringify(type)} is not one tar() writes`);
+    at += Math.ceil(size / 512) * 512;
+  }
+  return out;
+}
+
+/**
+ * The same image under another name: only index.json's annotations change (the name ctr import gives
+ * it), so the manifest digest stays. For two builds that tar() names alike (an older release's images
+ * and this checkout's, both `:dev`) to sit side by side in one containerd.
+ */
+export function renamed(image: BuiltImage, name: string): BuiltImage {
+  const tag = name.slice(name.lastIndexOf(':') + 1);
+  const entries = untar(image.archive).map((e): Entry => {
+    if (e.path !== 'index.json' || e.type !== 'file') return e;
+    const index = JSON.parse(e.content.toString('utf8')) as { manifests: { annotations?: Record<string, string> }[] };
+    for (const m of index.manifests) m.annotations = { ...m.annotations, 'io.containerd.image.name': name, 'org.opencontainers.image.ref.name': tag };
+    return { ...e, content: Buffer.from(JSON.stringify(index)) };
+  });
+  return { ...image, name, archive: tar(entries) };
+}

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ociArchive, tar, type Entry } from '../../hack/cluster/oci.ts';
+import { ociArchive, renamed, tar, untar, type Entry } from '../../hack/cluster/oci.ts';
 
 const entries = (): Entry[] => [
   { path: 'app/main.mjs', type: 'file', content: Buffer.from('console.log(1)\n'), mode: 0o644 },
@@ -52,6 +52,38 @@ test('the archive names the image for ctr import and lists its manifest by diges
     t.is(index.manifests[0]?.annotations['io.containerd.image.name'], 'docker.io/library/x:dev');
     const manifest = JSON.parse(readFileSync(join(dir, 'blobs/sha256', img.digest.slice(7)), 'utf8')) as { layers: { size: number }[] };
     t.is(manifest.layers[0]?.size, img.layerBytes);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('untar reads back every entry tar wrote, long paths, owners and modes included', (t) => {
+  const back = untar(tar(entries()));
+  const sorted = [...entries()].sort((a, b) => (a.path < b.path ? -1 : 1));
+  t.deepEqual(
+    back.map((e) => (e.type === 'symlink' ? e : { ...e, uid: e.uid ?? 0, gid: e.gid ?? 0 })),
+    sorted.map((e) => (e.type === 'symlink' ? e : { ...e, uid: e.uid ?? 0, gid: e.gid ?? 0 })),
+  );
+});
+
+test('a renamed archive imports under the new name with the same manifest, and the system tar still reads it', (t) => {
+  const img = ociArchive('docker.io/library/x:dev', entries(), { entrypoint: ['/x'], user: '0:0', env: [] });
+  const old = renamed(img, 'docker.io/library/x:prev');
+  t.is(old.name, 'docker.io/library/x:prev');
+  t.is(old.digest, img.digest);
+  const dir = mkdtempSync(join(tmpdir(), 'oci-test-'));
+  try {
+    writeFileSync(join(dir, 'img.tar'), old.archive);
+    execFileSync('tar', ['-xf', join(dir, 'img.tar'), '-C', dir]);
+    const index = JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8')) as { manifests: { digest: string; annotations: Record<string, string> }[] };
+    t.is(index.manifests[0]?.digest, img.digest);
+    t.deepEqual(index.manifests[0]?.annotations, { 'io.containerd.image.name': 'docker.io/library/x:prev', 'org.opencontainers.image.ref.name': 'prev' });
+    t.true(readFileSync(join(dir, 'blobs/sha256', img.digest.slice(7))).length > 0);
+    t.deepEqual(
+      untar(old.archive).filter((e) => e.path !== 'index.json'),
+      untar(img.archive).filter((e) => e.path !== 'index.json'),
+      'every blob as it was',
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
