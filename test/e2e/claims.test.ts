@@ -1,0 +1,232 @@
+// A team claims a disk on the local 3-node cluster with the install as deployed there (root only;
+// `npm run test:e2e`): a user whose only rights are RoleBindings in the team's namespace to the built-in
+// `edit` role (so nodedisks-claims-editor must be aggregated into it) creates a NodeDiskClaim with kubectl,
+// it binds, and the marker appears on the claim's node; a Pod built from what `kubectl nodedisks status
+// claim/NAME` prints runs on that node and sees the disk image; the user sees no other namespace's claims
+// and cannot touch a NodeDisk; a reader bound to `view` reads the claim; deleting the claim releases the
+// disk and removes its marker. One cluster for the file; the tests run in order, each building on the last.
+import test, { type ExecutionContext } from 'ava';
+import { execFile } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { load } from 'js-yaml';
+import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
+import { readSysctls } from '../../hack/cluster/host.ts';
+import { imageRef } from '../../hack/cluster/images.ts';
+import { assertNothingLeft, clusterEnv, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
+import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { MINUTES, nodeDisksE2E } from './_nodedisks.ts';
+
+const [M02, M03, M04] = NODE_NAMES as [string, string, string];
+const TEAM = 'team-a';
+const OTHER = 'team-b';
+/** The team's member (RoleBinding to edit) and a reader (RoleBinding to view), impersonated by the admin. */
+const MEMBER = 'alice';
+const READER = 'victor';
+const CLAIM = 'db';
+const DISK_BYTES = 64 * 1024 * 1024;
+const BIN = join(REPO_ROOT, 'dist', 'bin');
+
+const { dataDir, env } = clusterEnv();
+const kubeconfig = join(dataDir, 'kubeconfig');
+const before = await readSysctls();
+let run: Run | undefined;
+let kubectl = '';
+const { k, ndName, allMarkers } = nodeDisksE2E(dataDir, env, () => kubectl);
+/** kubectl as a person: the admin impersonates them, so RBAC and admission judge that person. */
+const as = (user: string, args: string[]) => k([`--as=${user}`, ...args]);
+
+test.before(async () => {
+  kubectl = (await ensureBinaries()).kubectl;
+  run = startCluster(env);
+  await waitForOutput(run, UP, 40 * MINUTES);
+});
+
+test.after.always(async () => {
+  if (run && run.child.exitCode === null) {
+    run.child.kill('SIGINT');
+    await run.exited;
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** The error of a command that must fail (the API server's words are in it), or a failed test. */
+async function refused(t: ExecutionContext, what: Promise<string>): Promise<string> {
+  try {
+    const out = await what;
+    t.fail(`expected a refusal, got: ${out}`);
+    return '';
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+/** `kubectl nodedisks …` as a person types it: the plugin from this checkout's build on PATH, KUBECONFIG set. */
+function plugin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(kubectl, ['nodedisks', ...args], { env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, KUBECONFIG: kubeconfig }, timeout: 120_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** Creates what a manifest file says, as `user` (the admin when undefined), as a person keeps it in a file. */
+async function createAs(user: string | undefined, name: string, manifest: unknown): Promise<string> {
+  const file = join(dataDir, `${name}.json`);
+  writeFileSync(file, JSON.stringify(manifest, null, 2));
+  return user === undefined ? await k(['create', '-f', file]) : await as(user, ['create', '-f', file]);
+}
+
+const claimLine = (user: string, ns: string, name: string) =>
+  as(user, ['-n', ns, 'get', 'ndc', name, '-o', 'jsonpath={.status.phase} {.status.diskName} {.status.nodeName} {.status.conditions[?(@.type=="Ready")].status} {.status.message}']);
+
+let disk = '';
+let path = '';
+
+test.serial('a team member with only a RoleBinding to edit in the namespace claims a disk with kubectl: it binds and the marker is on that node only', async (t) => {
+  t.timeout(8 * MINUTES);
+  for (const ns of [TEAM, OTHER]) await k(['create', 'namespace', ns]);
+  await k(['-n', TEAM, 'create', 'rolebinding', `${MEMBER}-edit`, '--clusterrole=edit', `--user=${MEMBER}`]);
+  await k(['-n', TEAM, 'create', 'rolebinding', `${READER}-view`, '--clusterrole=view', `--user=${READER}`]);
+  // The built-in roles carry the claims rules only through aggregation.
+  t.is(await as(MEMBER, ['-n', TEAM, 'auth', 'can-i', 'create', 'nodediskclaims.localtest.example.com']), 'yes\n');
+  t.is(await as(READER, ['-n', TEAM, 'auth', 'can-i', 'list', 'nodediskclaims.localtest.example.com']), 'yes\n');
+
+  t.is(
+    await createAs(MEMBER, CLAIM, {
+      apiVersion: 'localtest.example.com/v1alpha1',
+      kind: 'NodeDiskClaim',
+      metadata: { name: CLAIM, namespace: TEAM },
+      spec: { nodeName: M03, minCapacity: '32Mi' },
+    }),
+    `nodediskclaim.localtest.example.com/${CLAIM} created\n`,
+  );
+  const bound = await until(
+    'the claim is Bound and Ready',
+    2 * MINUTES,
+    () => claimLine(MEMBER, TEAM, CLAIM),
+    (l) => /^Bound \S+ \S+ True/.test(l),
+  );
+  [, disk = ''] = bound.split(' ');
+  t.is(bound.split(' ')[2], M03, 'on the node it asked for');
+  t.is(disk, ndName(M03, 'disk1'), 'the first free disk of that node by name');
+  // The owner on the disk is the binding, as the admin sees it.
+  t.is(await k(['get', 'nodedisk', disk, '-o', 'jsonpath={.spec.desired.state} {.spec.desired.owner} {.status.node.phase}']), `Reserved claim:${TEAM}/${CLAIM} Reserved`);
+  t.deepEqual(await allMarkers(), { [M02]: [], [M03]: ['disk1.img.reserved'], [M04]: [] }, 'the marker is on the claim node only');
+  path = await as(MEMBER, ['-n', TEAM, 'get', 'ndc', CLAIM, '-o', 'jsonpath={.status.path}']);
+  t.is(path, `${DISK_DIR}/disk1.img`);
+  t.is(await onNode(env, M03, ['stat', '-c', '%s', path]), `${DISK_BYTES}\n`);
+
+  // The member's listing: the printer columns of a PVC.
+  const table = await as(MEMBER, ['-n', TEAM, 'get', 'ndc']);
+  t.regex(table, /^NAME\s+STATUS\s+DISK\s+NODE\s+CAPACITY\s+AGE\n/);
+  t.regex(table, new RegExp(`^${CLAIM}\\s+Bound\\s+${disk}\\s+${M03}\\s+${DISK_BYTES}\\s+\\S+\\n$`, 'm'));
+  // A reader bound to view reads it, and may not delete it.
+  t.regex(await as(READER, ['-n', TEAM, 'get', 'ndc', CLAIM, '-o', 'name']), new RegExp(`^nodediskclaim.localtest.example.com/${CLAIM}\n$`));
+  t.regex(await refused(t, as(READER, ['-n', TEAM, 'delete', 'ndc', CLAIM])), /forbidden: User "victor" cannot delete resource "nodediskclaims"/);
+
+  // A second claim that cannot fit says why, in one line.
+  await createAs(MEMBER, 'big', { apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDiskClaim', metadata: { name: 'big', namespace: TEAM }, spec: { minCapacity: '1Gi' } });
+  t.is(
+    await until(
+      'the big claim says why it is Pending',
+      2 * MINUTES,
+      () => as(MEMBER, ['-n', TEAM, 'get', 'ndc', 'big', '-o', 'jsonpath={.status.phase}: {.status.message}']),
+      (l) => l.startsWith('Pending: 0/9 disks fit'),
+    ),
+    'Pending: 0/9 disks fit: 8 smaller than 1Gi, 1 reserved',
+  );
+  await as(MEMBER, ['-n', TEAM, 'delete', 'ndc', 'big', '--timeout=60s']);
+});
+
+test.serial("the member sees no claim of another namespace and cannot touch a NodeDisk; only the controller changes the claim's disk, not even an admin", async (t) => {
+  t.timeout(3 * MINUTES);
+  await createAs(undefined, 'other', {
+    apiVersion: 'localtest.example.com/v1alpha1',
+    kind: 'NodeDiskClaim',
+    metadata: { name: 'other', namespace: OTHER },
+    spec: { nodeName: 'no-such-node' },
+  });
+  t.regex(
+    await refused(t, as(MEMBER, ['-n', OTHER, 'get', 'ndc', 'other'])),
+    /forbidden: User "alice" cannot get resource "nodediskclaims" in API group "localtest.example.com" in the namespace "team-b"/,
+  );
+  t.regex(await refused(t, as(MEMBER, ['get', 'ndc', '-A'])), /forbidden: User "alice" cannot list resource "nodediskclaims" in API group "localtest.example.com" at the cluster scope/);
+  t.regex(await refused(t, as(MEMBER, ['get', 'nodedisks'])), /forbidden: User "alice" cannot list resource "nodedisks"/);
+  const release = JSON.stringify({ spec: { desired: { state: 'Available', owner: null } } });
+  t.regex(
+    await refused(t, as(MEMBER, ['patch', 'nodedisk', disk, '--type=merge', '-p', release])),
+    /forbidden: User "alice" cannot (get|patch) resource "nodedisks" in API group "localtest.example.com" at the cluster scope/,
+  );
+  t.regex(
+    await refused(t, k(['patch', 'nodedisk', disk, '--type=merge', '-p', release])),
+    new RegExp(`NodeDisk ${disk} is reserved for NodeDiskClaim ${TEAM}/${CLAIM}: only the controller changes that reservation; release the disk by deleting the claim`),
+  );
+  t.is(await k(['get', 'nodedisk', disk, '-o', 'jsonpath={.spec.desired.owner}']), `claim:${TEAM}/${CLAIM}`);
+  await k(['-n', OTHER, 'delete', 'ndc', 'other', '--timeout=60s']);
+});
+
+test.serial('a Pod made from what kubectl nodedisks status claim/NAME prints runs on the claim node and sees the disk image', async (t) => {
+  t.timeout(5 * MINUTES);
+  const status = await plugin(['status', `claim/${CLAIM}`, '-n', TEAM, `--as=${MEMBER}`]);
+  t.is(status.code, 0, status.stderr);
+  t.regex(status.stdout, new RegExp(`Status:\\s+Bound to ${disk} on node ${M03}, Ready`));
+  const snippet = status.stdout.slice(status.stdout.indexOf('# Pod spec fields'));
+  t.true(snippet.length > 0, status.stdout);
+  const { spec } = load(snippet) as { spec: { containers: { name: string; volumeMounts: { mountPath: string }[] }[] } & Record<string, unknown> };
+  const [app] = spec.containers;
+  const mountPath = app!.volumeMounts[0]!.mountPath;
+  t.is(mountPath, '/disk/disk1.img');
+  // The container: an image the cluster has (never pulled), running Node.js to stat the disk image.
+  const check = `const s = require('node:fs').statSync(${JSON.stringify(mountPath)}); console.log(s.isFile() + ' ' + s.size); process.exit(s.isFile() && s.size === ${DISK_BYTES} ? 0 : 1);`;
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'uses-disk', namespace: TEAM },
+    spec: {
+      ...spec,
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      // The local cluster has no pod network, only hostNetwork pods start there (docs/adr/0016-local-cluster.md).
+      hostNetwork: true,
+      // Reading the image needs no root.
+      securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 },
+      containers: [{ ...app, image: imageRef('node-disks-agent'), imagePullPolicy: 'Never', command: ['/nodejs/bin/node', '-e', check] }],
+    },
+  };
+  t.is(await createAs(MEMBER, 'pod', pod), 'pod/uses-disk created\n');
+  const done = await until(
+    'the pod has run',
+    3 * MINUTES,
+    () => as(MEMBER, ['-n', TEAM, 'get', 'pod', 'uses-disk', '-o', 'jsonpath={.status.phase} {.spec.nodeName}']),
+    (s) => s.startsWith('Succeeded') || s.startsWith('Failed'),
+  );
+  const logs = await as(MEMBER, ['-n', TEAM, 'logs', 'uses-disk']);
+  t.is(done, `Succeeded ${M03}`, logs);
+  t.is(logs, `true ${DISK_BYTES}\n`);
+  await as(MEMBER, ['-n', TEAM, 'delete', 'pod', 'uses-disk', '--timeout=60s']);
+});
+
+test.serial('the member deletes the claim: the disk is released and its marker removed', async (t) => {
+  t.timeout(3 * MINUTES);
+  t.regex(await as(MEMBER, ['-n', TEAM, 'delete', 'ndc', CLAIM, '--timeout=120s']), new RegExp(`^nodediskclaim.localtest.example.com "${CLAIM}" deleted`));
+  // The finalizer held the claim until its disk was back: gone, the disk is Available already.
+  t.regex(await refused(t, as(MEMBER, ['-n', TEAM, 'get', 'ndc', CLAIM])), /NotFound/);
+  t.is(await k(['get', 'nodedisk', disk, '-o', 'jsonpath={.spec.desired.state} {.spec.desired.owner}']), 'Available ');
+  await until(
+    'the disk is reported Available and its marker is gone',
+    2 * MINUTES,
+    async () => [await k(['get', 'nodedisk', disk, '-o', 'jsonpath={.status.node.phase}']), JSON.stringify(await allMarkers())],
+    ([phase, m]) => phase === 'Available' && m === JSON.stringify({ [M02]: [], [M03]: [], [M04]: [] }),
+  );
+  t.is(await onNode(env, M03, ['stat', '-c', '%s', path]), `${DISK_BYTES}\n`, 'the image itself stays');
+});
+
+test.serial('Ctrl-C tears the cluster down and leaves the host as found', async (t) => {
+  t.timeout(5 * MINUTES);
+  run!.child.kill('SIGINT');
+  t.is(await run!.exited, 0);
+  t.regex(run!.output(), TORN_DOWN);
+  await assertNothingLeft(t, before);
+});
