@@ -9,10 +9,10 @@ import test from 'ava';
 import { FIELD_MANAGER, FINALIZER, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import { notFreeBecause } from '../../api/free-disk.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { isApiError } from '../../lib/kube/errors.ts';
-import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { startController, type Program } from '../../hack/lib/programs.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { eventually } from '../../hack/lib/wait.ts';
+import { getOrGone as getOrGoneIn, type ReportedDisk, reportedNodeDisk } from '../harness/reported-disks.ts';
 import { denied, nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
@@ -36,33 +36,8 @@ test.after.always(async () => {
 
 const readyOf = (nd: NodeDisk | undefined) => nd?.status?.conditions?.find((c) => c.type === 'Ready');
 const acceptedOf = (nd: NodeDisk | undefined) => nd?.status?.conditions?.find((c) => c.type === 'Accepted');
-const getOrGone = async (name: string) => {
-  try {
-    return await admin().get(name);
-  } catch (err) {
-    if (isApiError(err, 404)) return undefined;
-    throw err;
-  }
-};
-/** A NodeDisk as its agent would have made and reported it, with what else the test gives it. */
-async function makeDisk(node: string, disk: string, o: { desired?: NodeDisk['spec']['desired']; labels?: Record<string, string>; finalizers?: string[] } = {}): Promise<string> {
-  const body = newNodeDisk(node, disk);
-  if (o.desired) body.spec.desired = o.desired;
-  body.metadata.labels = { ...body.metadata.labels, ...o.labels };
-  if (o.finalizers) body.metadata.finalizers = o.finalizers;
-  const name = (await admin().create(body, { fieldManager: FIELD_MANAGER.agent })).metadata.name ?? '';
-  const phase = o.desired?.state ?? 'Available';
-  await admin().applyStatus(
-    {
-      apiVersion: 'localtest.example.com/v1alpha1',
-      kind: 'NodeDisk',
-      metadata: { name },
-      status: { node: { phase, capacityBytes: 1 << 20, lastSeenTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } },
-    },
-    { fieldManager: FIELD_MANAGER.agent },
-  );
-  return name;
-}
+const getOrGone = (name: string) => getOrGoneIn(admin(), name);
+const makeDisk = (node: string, disk: string, o: ReportedDisk = {}) => reportedNodeDisk(admin(), node, disk, { seenNow: true, ...o });
 
 test.serial("a deleted Node's disks turn NodeGone at once and are not free; after the grace the unreserved go and the reserved stay; a Node back in time keeps its disks", async (t) => {
   const cp = controlPlane();

@@ -6,14 +6,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE, LABEL_CORDONED } from '../../api/constants.ts';
+import { FIELD_MANAGER, FINALIZER, LABEL_AUTO_RESERVE, LABEL_CORDONED } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { isApiError } from '../../lib/kube/errors.ts';
-import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
+import { getOrGone as getOrGoneIn, type ReportedDisk, reportedNodeDisk } from '../harness/reported-disks.ts';
 import { denied, nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
@@ -36,14 +35,7 @@ function kubectl(args: string[]): Promise<Result> {
 }
 const nd = (...args: string[]) => kubectl(['nodedisks', ...args]);
 const admin = () => nodeDisksFor(controlPlane().admin());
-const getOrGone = async (name: string) => {
-  try {
-    return await admin().get(name);
-  } catch (err) {
-    if (isApiError(err, 404)) return undefined;
-    throw err;
-  }
-};
+const getOrGone = (name: string) => getOrGoneIn(admin(), name);
 const q = (name: string) => `nodedisk.localtest.example.com/${name}`;
 const condition = (n: NodeDisk | undefined, type: string) => n?.status?.conditions?.find((c) => c.type === type);
 
@@ -129,17 +121,7 @@ test.serial('prune lists the NodeDisks of gone nodes by default; --dry-run=none 
   const cp = controlPlane();
   const gone = 'node-g1';
   await cp.ensureNode(gone);
-  const make = async (disk: string, o: { desired?: NodeDisk['spec']['desired']; finalizers?: string[] } = {}) => {
-    const body = newNodeDisk(gone, disk);
-    if (o.desired) body.spec.desired = o.desired;
-    if (o.finalizers) body.metadata.finalizers = o.finalizers;
-    const n = (await admin().create(body, { fieldManager: FIELD_MANAGER.agent })).metadata.name ?? '';
-    await admin().applyStatus(
-      { apiVersion: API_VERSION, kind: KIND, metadata: { name: n }, status: { node: { phase: o.desired?.state ?? 'Available', capacityBytes: 1 << 20 } } },
-      { fieldManager: FIELD_MANAGER.agent },
-    );
-    return n;
-  };
+  const make = (disk: string, o: ReportedDisk = {}) => reportedNodeDisk(admin(), gone, disk, o);
   const free = await make('disk1');
   const held = await make('disk2', { desired: { state: 'Reserved', owner: 'team-db' }, finalizers: [FINALIZER] });
   const guarded = await make('disk3', { finalizers: [FINALIZER] });

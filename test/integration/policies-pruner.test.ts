@@ -10,13 +10,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND } from '../../api/constants.ts';
-import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { isApiError } from '../../lib/kube/errors.ts';
+import { FIELD_MANAGER, FINALIZER } from '../../api/constants.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
-import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { startController, type Program } from '../../hack/lib/programs.ts';
+import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { eventually } from '../../hack/lib/wait.ts';
+import { getOrGone as getOrGoneIn, type ReportedDisk, reportedNodeDisk } from '../harness/reported-disks.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
@@ -38,14 +37,7 @@ function kubectl(...args: string[]): Promise<Result> {
   });
 }
 const admin = () => nodeDisksFor(controlPlane().admin());
-const getOrGone = async (name: string) => {
-  try {
-    return await admin().get(name);
-  } catch (err) {
-    if (isApiError(err, 404)) return undefined;
-    throw err;
-  }
-};
+const getOrGone = (name: string) => getOrGoneIn(admin(), name);
 const q = (name: string) => `nodedisk.localtest.example.com/${name}`;
 
 test.serial.before(async () => {
@@ -70,17 +62,7 @@ test.after.always(async () => {
 });
 
 test.serial('a pruner prunes the disks of a gone node; an editor cannot; a reserved disk is held by its finalizer until the pruner names its owner', async (t) => {
-  const make = async (disk: string, o: { desired?: NodeDisk['spec']['desired']; finalizers?: string[] } = {}) => {
-    const body = newNodeDisk(GONE, disk);
-    if (o.desired) body.spec.desired = o.desired;
-    if (o.finalizers) body.metadata.finalizers = o.finalizers;
-    const n = (await admin().create(body, { fieldManager: FIELD_MANAGER.agent })).metadata.name ?? '';
-    await admin().applyStatus(
-      { apiVersion: API_VERSION, kind: KIND, metadata: { name: n }, status: { node: { phase: o.desired?.state ?? 'Available', capacityBytes: 1 << 20 } } },
-      { fieldManager: FIELD_MANAGER.agent },
-    );
-    return n;
-  };
+  const make = (disk: string, o: ReportedDisk = {}) => reportedNodeDisk(admin(), GONE, disk, o);
   // No Node of that name: the controller judges the node gone.
   const free = await make('disk1');
   const guarded = await make('disk2', { finalizers: [FINALIZER] });
