@@ -3,44 +3,37 @@
 import { AUTO_OWNER, AUTO_RESERVE_VALUE, CONDITION, CORDONED_VALUE, LABEL_AUTO_RESERVE, LABEL_CORDONED, REASON_NODE_GONE, REASON_NODE_REPLACED } from './constants.ts';
 import type { NodeDisk } from './v1alpha1/types.ts';
 
-/** Why `nd` cannot be handed out as a free disk, or undefined when it can. */
-export function notFreeBecause(nd: NodeDisk): string | undefined {
-  if (nd.metadata.deletionTimestamp) return 'is being deleted';
+/** Why a disk is not free, as a kind to count by (a claim's Pending line). */
+export type NotFreeKind = 'deleting' | 'reserved' | 'labelled' | 'cordoned' | 'node-gone' | 'node-replaced' | 'unreported' | 'phase' | 'unsized';
+
+/** Why `nd` cannot be handed out as a free disk, as a kind and in words; undefined when it can. */
+export function notFree(nd: NodeDisk): { kind: NotFreeKind; why: string } | undefined {
+  if (nd.metadata.deletionTimestamp) return { kind: 'deleting', why: 'is being deleted' };
   const d = nd.spec.desired;
   if (d?.state === 'Reserved') {
-    if (d.owner === AUTO_OWNER) return 'is reserved by the label policy (owner auto)';
-    return d.owner ? `is reserved by ${d.owner}` : 'is reserved with no owner';
+    if (d.owner === AUTO_OWNER) return { kind: 'reserved', why: 'is reserved by the label policy (owner auto)' };
+    return { kind: 'reserved', why: d.owner ? `is reserved by ${d.owner}` : 'is reserved with no owner' };
   }
   // The controller has not acted on the label yet: the disk is as good as taken.
-  if (nd.metadata.labels?.[LABEL_AUTO_RESERVE] === AUTO_RESERVE_VALUE) return `is labelled ${LABEL_AUTO_RESERVE}=true (being reserved by the label policy)`;
+  if (nd.metadata.labels?.[LABEL_AUTO_RESERVE] === AUTO_RESERVE_VALUE) return { kind: 'labelled', why: `is labelled ${LABEL_AUTO_RESERVE}=true (being reserved by the label policy)` };
   // A person took it out of service (kubectl nodedisks cordon).
-  if (nd.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE) return `is cordoned (label ${LABEL_CORDONED}=true; kubectl nodedisks uncordon puts it back)`;
+  if (nd.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE) return { kind: 'cordoned', why: `is cordoned (label ${LABEL_CORDONED}=true; kubectl nodedisks uncordon puts it back)` };
   // The controller found no Node of that name: the disk went with its machine (ADR 35).
-  if (nd.status?.conditions?.some((c) => c.type === CONDITION.ready && c.reason === REASON_NODE_GONE)) return `is on node ${nd.spec.nodeName}, which is gone (no Node object)`;
+  if (nd.status?.conditions?.some((c) => c.type === CONDITION.ready && c.reason === REASON_NODE_GONE))
+    return { kind: 'node-gone', why: `is on node ${nd.spec.nodeName}, which is gone (no Node object)` };
   if (nd.status?.conditions?.some((c) => c.type === CONDITION.ready && c.reason === REASON_NODE_REPLACED))
-    return `was found on another machine than node ${nd.spec.nodeName} is now (another Node UID)`;
+    return { kind: 'node-replaced', why: `was found on another machine than node ${nd.spec.nodeName} is now (another Node UID)` };
   const node = nd.status?.node;
-  if (!node?.phase) return 'has not been reported by its node agent yet';
-  if (node.phase !== 'Available') return `is in phase ${node.phase}${node.message ? ` (${node.message})` : ''}`;
-  if (node.capacityBytes === undefined) return 'has no reported size';
-  if (node.capacityBytes <= 0) return 'is an empty (0-byte) image';
+  if (!node?.phase) return { kind: 'unreported', why: 'has not been reported by its node agent yet' };
+  if (node.phase !== 'Available') return { kind: 'phase', why: `is in phase ${node.phase}${node.message ? ` (${node.message})` : ''}` };
+  if (node.capacityBytes === undefined) return { kind: 'unsized', why: 'has no reported size' };
+  if (node.capacityBytes <= 0) return { kind: 'unsized', why: 'is an empty (0-byte) image' };
   return undefined;
 }
 
-/** Why a disk is not free, as a kind to count by (a claim's Pending line); `other` for any reason not listed. */
-export type NotFreeKind = 'deleting' | 'reserved' | 'labelled' | 'unreported' | 'phase' | 'unsized' | 'other';
-
-/** The kind of what notFreeBecause says about `nd`, or undefined when it is free. */
-export function notFreeKind(nd: NodeDisk): NotFreeKind | undefined {
-  if (notFreeBecause(nd) === undefined) return undefined;
-  if (nd.metadata.deletionTimestamp) return 'deleting';
-  if (nd.spec.desired?.state === 'Reserved') return 'reserved';
-  if (nd.metadata.labels?.[LABEL_AUTO_RESERVE] === AUTO_RESERVE_VALUE) return 'labelled';
-  const node = nd.status?.node;
-  if (!node?.phase) return 'unreported';
-  if (node.phase !== 'Available') return 'phase';
-  if (node.capacityBytes === undefined || node.capacityBytes <= 0) return 'unsized';
-  return 'other';
+/** Why `nd` cannot be handed out as a free disk, or undefined when it can. */
+export function notFreeBecause(nd: NodeDisk): string | undefined {
+  return notFree(nd)?.why;
 }
 
 export interface FreePick {

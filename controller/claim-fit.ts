@@ -3,7 +3,7 @@
 // 3 smaller than 32Mi, 2 on nodes whose agent is stale"); and the claim's status from the disk it holds.
 // See docs/adr/0034-node-disk-claims.md.
 import { CLAIM_CONDITION, CLAIM_OWNER_PREFIX } from '../api/constants.ts';
-import { type NotFreeKind, notFreeKind } from '../api/free-disk.ts';
+import { type NotFreeKind, notFree } from '../api/free-disk.ts';
 import { quantityBytes } from '../api/quantity.ts';
 import type { LabelSelector, NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
 import type { Condition, ConditionStatus, NodeDisk } from '../api/v1alpha1/types.ts';
@@ -50,8 +50,8 @@ export function misfit(claim: NodeDiskClaim, nd: NodeDisk, ctx: FitContext): Mis
   if (spec.diskName !== undefined && spec.diskName !== nd.metadata.name) return 'other-disk';
   if (spec.nodeName !== undefined && spec.nodeName !== nd.spec.nodeName) return 'other-node';
   if (!matchesSelector(spec.selector, nd.metadata.labels)) return 'selector';
-  const notFree = notFreeKind(nd);
-  if (notFree !== undefined) return notFree;
+  const why = notFree(nd);
+  if (why) return why.kind;
   const min = spec.minCapacity !== undefined ? quantityBytes(spec.minCapacity) : undefined;
   if (min !== undefined && (nd.status?.node?.capacityBytes ?? 0) < min) return 'too-small';
   if (agentStale(nd, ctx)) return 'stale';
@@ -72,14 +72,18 @@ function misfitWords(m: Misfit, claim: NodeDiskClaim): string {
       return 'reserved';
     case 'labelled':
       return 'labelled for the label policy';
+    case 'cordoned':
+      return 'cordoned';
+    case 'node-gone':
+      return 'on nodes that are gone';
+    case 'node-replaced':
+      return 'found on a machine replaced since';
     case 'unreported':
       return 'not reported by their agent yet';
     case 'phase':
       return 'not Available on their node';
     case 'unsized':
       return 'empty or of unknown size';
-    case 'other':
-      return 'not free';
     case 'too-small':
       return `smaller than ${claim.spec.minCapacity}`;
     case 'stale':

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { CLAIM_OWNER_PREFIX, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { CLAIM_OWNER_PREFIX, CORDONED_VALUE, LABEL_AUTO_RESERVE, LABEL_CORDONED } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { boundStatus, lostStatus, matchesSelector, type Misfit, misfit, pendingMessage, pendingStatus, sameClaimStatus } from '../../controller/claim-fit.ts';
@@ -55,6 +55,19 @@ test("the Pending line is the scheduler's: all disks, then the counts by reason,
   t.is(pendingMessage(claim, 9, counts), '0/9 disks fit: 4 reserved, 3 smaller than 32Mi, 2 on nodes whose agent is stale');
   t.is(pendingMessage(claim, 0, new Map()), '0/0 disks fit: there are no NodeDisks');
   t.is(pendingMessage(newClaim('a', 'b', { nodeName: 'n2' }), 3, new Map([['other-node', 3]])), '0/3 disks fit: 3 on other nodes than n2');
+});
+
+test('a cordoned disk and the disks of a gone node are counted as such in the Pending line, not as "not free"', (t) => {
+  const claim = newClaim('team-a', 'db');
+  const cordoned = disk('n1', 'd1', { labels: { [LABEL_CORDONED]: CORDONED_VALUE } });
+  const gone = disk('n2', 'd1');
+  gone.status!.conditions = [{ type: 'Ready', status: 'False', reason: 'NodeGone', message: '', lastTransitionTime: '2026-01-02T03:04:05Z' }];
+  const counts = new Map<Misfit, number>();
+  for (const nd of [cordoned, gone, disk('n2', 'd2')]) {
+    const m = misfit(claim, nd, ctx);
+    if (m) counts.set(m, (counts.get(m) ?? 0) + 1);
+  }
+  t.is(pendingMessage(claim, 3, counts), '0/3 disks fit: 1 cordoned, 1 on nodes that are gone');
 });
 
 test('a disk reserved for another claim is reserved', (t) => {

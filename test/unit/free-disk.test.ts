@@ -1,6 +1,6 @@
 import test from 'ava';
-import { AUTO_RESERVE_VALUE, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
-import { notFreeBecause, notFreeKind } from '../../api/free-disk.ts';
+import { AUTO_RESERVE_VALUE, CONDITION, CORDONED_VALUE, LABEL_AUTO_RESERVE, LABEL_CORDONED, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../../api/constants.ts';
+import { notFree, notFreeBecause } from '../../api/free-disk.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 
@@ -11,11 +11,15 @@ function disk(change: (nd: NodeDisk) => void): NodeDisk {
   return nd;
 }
 
-const cases: [string, NodeDisk, ReturnType<typeof notFreeKind>][] = [
+const ready = (reason: string) => [{ type: CONDITION.ready, status: 'False' as const, reason, message: '', lastTransitionTime: '2026-01-02T03:04:05Z' }];
+const cases: [string, NodeDisk, NonNullable<ReturnType<typeof notFree>>['kind'] | undefined][] = [
   ['free', disk(() => {}), undefined],
   ['being deleted', disk((nd) => (nd.metadata.deletionTimestamp = '2026-01-02T03:04:05Z')), 'deleting'],
   ['reserved', disk((nd) => (nd.spec.desired = { state: 'Reserved', owner: 'claim:a/b' })), 'reserved'],
   ['labelled', disk((nd) => (nd.metadata.labels = { [LABEL_AUTO_RESERVE]: AUTO_RESERVE_VALUE })), 'labelled'],
+  ['cordoned', disk((nd) => (nd.metadata.labels = { [LABEL_CORDONED]: CORDONED_VALUE })), 'cordoned'],
+  ['its node gone', disk((nd) => (nd.status!.conditions = ready(REASON_NODE_GONE))), 'node-gone'],
+  ['its machine replaced', disk((nd) => (nd.status!.conditions = ready(REASON_NODE_REPLACED))), 'node-replaced'],
   ['not reported', disk((nd) => delete nd.status), 'unreported'],
   ['missing', disk((nd) => (nd.status!.node!.phase = 'Missing')), 'phase'],
   ['no size', disk((nd) => delete nd.status!.node!.capacityBytes), 'unsized'],
@@ -23,8 +27,8 @@ const cases: [string, NodeDisk, ReturnType<typeof notFreeKind>][] = [
 ];
 
 for (const [name, nd, kind] of cases) {
-  test(`notFreeKind names the reason notFreeBecause gives, and only when it gives one: ${name}`, (t) => {
-    t.is(notFreeKind(nd), kind);
-    t.is(notFreeKind(nd) === undefined, notFreeBecause(nd) === undefined);
+  test(`a disk that is not free is counted by the kind of the reason it is given: ${name}`, (t) => {
+    t.is(notFree(nd)?.kind, kind);
+    t.is(notFree(nd)?.why, notFreeBecause(nd));
   });
 }
