@@ -409,11 +409,7 @@ export class ControlPlane {
   }
 
   /** A ServiceAccount token from the TokenRequest API, optionally bound to an object. */
-  private async serviceAccountToken(
-    sa: string,
-    boundObjectRef?: { kind: string; apiVersion: string; name: string; uid: string },
-    namespace = this.namespace,
-  ): Promise<string> {
+  private async serviceAccountToken(sa: string, boundObjectRef?: { kind: string; apiVersion: string; name: string; uid: string }, namespace = this.namespace): Promise<string> {
     const body = {
       apiVersion: 'authentication.k8s.io/v1',
       kind: 'TokenRequest',
