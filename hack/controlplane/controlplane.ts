@@ -5,6 +5,7 @@
 //   controller  a token of ServiceAccount <namespace>/node-disks-operator (TokenRequest)
 //   agent(node) a token of ServiceAccount <namespace>/node-disks-agent bound to a Node object,
 //               so it carries authentication.kubernetes.io/node-name like a projected token on that node
+//   namespacedUser(ns, sa)  a token of ServiceAccount <ns>/<sa> bound to a ClusterRole (edit) in <ns> only
 // Each identity gets its own kubeconfig file; kubectl and @kubernetes/client-node use them as they are.
 
 import { execFile } from 'node:child_process';
