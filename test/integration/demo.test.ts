@@ -16,6 +16,8 @@ const DEMO = join(REPO_ROOT, 'hack', 'demo.ts');
 const base = mkdtempSync(join(tmpdir(), 'nodedisks-demo-'));
 const work = join(base, 'dev');
 const BIN = join(REPO_ROOT, 'dist', 'bin');
+// Each test starts a whole demo; on a loaded machine that outlasts ava's default timeout.
+const DEMO_TEST_TIMEOUT = 5 * 60_000;
 
 interface Demo {
   child: ChildProcess;
@@ -44,6 +46,7 @@ test.after.always(async () => {
 });
 
 test.serial('a second npm start while a demo runs says so and touches nothing', async (t) => {
+  t.timeout(DEMO_TEST_TIMEOUT);
   const kubectl = (await ensureBinaries()).kubectl;
   const first = startDemo();
   running.push(first);
@@ -77,6 +80,7 @@ test.serial('a second npm start while a demo runs says so and touches nothing', 
 });
 
 test.serial('a lock left by a demo that crashed is cleaned up by the next start', async (t) => {
+  t.timeout(DEMO_TEST_TIMEOUT);
   // A pid that is certainly dead: a process that has already exited.
   const gone = spawn(process.execPath, ['-e', '']);
   await new Promise((resolve) => gone.on('exit', resolve));
@@ -90,6 +94,7 @@ test.serial('a lock left by a demo that crashed is cleaned up by the next start'
 });
 
 test.serial('the team of the demo claims a disk in team-a with namespaced rights only', async (t) => {
+  t.timeout(DEMO_TEST_TIMEOUT);
   const bin = (await ensureBinaries()).kubectl;
   const demo = startDemo();
   running.push(demo);
