@@ -69,6 +69,9 @@ try {
     if (Date.now() > deadline) throw new Error(`only ${out.split('\n').filter(Boolean).length} of ${want} disks were reported within 60 s; see ${logs}`);
     await new Promise((r) => setTimeout(r, 250));
   }
+  // An application team: rights in its own namespace only (the built-in edit role), as a cluster gives one.
+  const teamKubeconfig = join(work, 'kubeconfig-team-a');
+  await copyFile((await cp.namespacedUser('team-a', 'dev')).kubeconfig, teamKubeconfig);
   const rel = relative(process.cwd(), work) || '.';
   say(`
 NodeDisks is running: Kubernetes ${cp.binaries.kubernetesVersion} at ${cp.server},
@@ -82,6 +85,16 @@ In another terminal:
   kubectl label nodedisk "$ND_NAME" localtest.example.com/auto-reserve=true --overwrite
   kubectl get nodedisk "$ND_NAME" -o jsonpath='{.spec.desired.state} {.spec.desired.owner} {.status.node.phase} {.status.node.capacityBytes}{"\\n"}'
   ls -1 ${rel}/nodes/node-disks-dev-m02/disks
+
+Application team (ServiceAccount team-a/dev, only the edit role in namespace team-a; plugin: dist/bin):
+
+  export KUBECONFIG=${teamKubeconfig}
+  kubectl nodedisks claim db --min-capacity 32Mi --wait    # bound to a disk; its .reserved marker is on that node
+  kubectl get ndc
+  kubectl nodedisks status claim/db
+  kubectl nodedisks claim big --min-capacity 1Gi           # Pending: "0/9 disks fit: 8 smaller than 1Gi, 1 reserved"
+  kubectl nodedisks status claim/big
+  kubectl delete ndc db big                                # releases the disk
 
 The disk dir of node N is ${rel}/nodes/N/disks (it plays /var/lib/node-disks-manager/disks).
 Press Ctrl-C to stop everything.`);

@@ -5,6 +5,7 @@
 //   controller  a token of ServiceAccount <namespace>/node-disks-operator (TokenRequest)
 //   agent(node) a token of ServiceAccount <namespace>/node-disks-agent bound to a Node object,
 //               so it carries authentication.kubernetes.io/node-name like a projected token on that node
+//   namespacedUser(ns, sa)  a token of ServiceAccount <ns>/<sa> bound to a ClusterRole (edit) in <ns> only
 // Each identity gets its own kubeconfig file; kubectl and @kubernetes/client-node use them as they are.
 
 import { execFile } from 'node:child_process';
@@ -360,10 +361,10 @@ export class ControlPlane {
   }
 
   /** The one identity called `name`: the first caller issues its token and writes its kubeconfig. */
-  private identity(name: string, token: () => Promise<string>): Promise<Identity> {
+  private identity(name: string, token: () => Promise<string>, namespace?: string): Promise<Identity> {
     const known = this.identities.get(name);
     if (known) return known;
-    const made = token().then((t) => this.persist(name, t));
+    const made = token().then((t) => this.persist(name, t, namespace));
     this.identities.set(name, made);
     // A failed attempt is not remembered: the next caller tries again.
     made.catch(() => {
@@ -372,7 +373,8 @@ export class ControlPlane {
     return made;
   }
 
-  private async persist(name: string, token: string): Promise<Identity> {
+  /** `namespace` becomes the context's namespace, where kubectl and the plugin act without `-n`. */
+  private async persist(name: string, token: string, namespace?: string): Promise<Identity> {
     // A node name may be longer than a file name may be: keep the file name short and still unique.
     const fileName = name.length <= 100 ? name : `${name.slice(0, 80)}-${createHash('sha256').update(name).digest('hex').slice(0, 12)}`;
     const kubeconfig = join(this.dir, `kubeconfig-${fileName}.yaml`);
@@ -381,7 +383,7 @@ export class ControlPlane {
       kind: 'Config',
       clusters: [{ name: 'nodedisks-test', cluster: { server: this.server, 'certificate-authority': this.caFile } }],
       users: [{ name, user: { token } }],
-      contexts: [{ name, context: { cluster: 'nodedisks-test', user: name } }],
+      contexts: [{ name, context: { cluster: 'nodedisks-test', user: name, ...(namespace ? { namespace } : {}) } }],
       'current-context': name,
     };
     // Written aside and renamed, so that nobody (kubectl in another process, say) reads half a file.
@@ -408,13 +410,15 @@ export class ControlPlane {
   }
 
   /** A ServiceAccount token from the TokenRequest API, optionally bound to an object. */
-  private async serviceAccountToken(sa: string, boundObjectRef?: { kind: string; apiVersion: string; name: string; uid: string }): Promise<string> {
+  private async serviceAccountToken(sa: string, boundObjectRef?: { kind: string; apiVersion: string; name: string; uid: string }, namespace = this.namespace): Promise<string> {
     const body = {
       apiVersion: 'authentication.k8s.io/v1',
       kind: 'TokenRequest',
       spec: { audiences: [this.server], expirationSeconds: 24 * 3600, ...(boundObjectRef ? { boundObjectRef } : {}) },
     };
-    const path = `/api/v1/namespaces/${this.namespace}/serviceaccounts/${this.objectName(sa)}/token`;
+    // The install's ServiceAccounts carry its name prefix and suffix; a team's own one does not.
+    const name = namespace === this.namespace ? this.objectName(sa) : sa;
+    const path = `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`;
     const out = await this.kubectl(this.admin(), ['create', '--raw', path, '-f', '-'], JSON.stringify(body));
     const token = (JSON.parse(out) as { status?: { token?: string } }).status?.token;
     if (!token) throw new Error(`TokenRequest for ${sa} returned no token: ${out}`);
@@ -424,6 +428,55 @@ export class ControlPlane {
   /** The controller's ServiceAccount identity. */
   async controller(): Promise<Identity> {
     return await this.identity('controller', () => this.serviceAccountToken('node-disks-operator'));
+  }
+
+  /**
+   * A user with rights in one namespace only, as an application team has: ServiceAccount `namespace/sa`
+   * (the namespace and account are created if needed), bound there by a RoleBinding to `clusterRole`
+   * (default the built-in `edit`). Its kubeconfig's context has that namespace.
+   */
+  async namespacedUser(namespace: string, sa: string, clusterRole = 'edit'): Promise<Identity> {
+    return await this.identity(
+      `${namespace}-${sa}`,
+      async () => {
+        const objects = [
+          { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } },
+          { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace } },
+          {
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'RoleBinding',
+            metadata: { name: `${sa}-${clusterRole}`, namespace },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole },
+            subjects: [{ kind: 'ServiceAccount', name: sa, namespace }],
+          },
+        ];
+        const list = { apiVersion: 'v1', kind: 'List', items: objects };
+        await this.kubectl(this.admin(), ['apply', '--server-side', '-f', '-'], JSON.stringify(list));
+        await this.aggregate(clusterRole);
+        return await this.serviceAccountToken(sa, undefined, namespace);
+      },
+      namespace,
+    );
+  }
+
+  /**
+   * No kube-controller-manager runs here, so nothing fills an aggregated ClusterRole (`edit`, `view`) with
+   * the rules of the roles it selects, the install's claims roles among them: do that controller's work for
+   * this role once, as things are now.
+   */
+  private async aggregate(clusterRole: string): Promise<void> {
+    type Role = { rules?: unknown[]; aggregationRule?: { clusterRoleSelectors?: { matchLabels?: Record<string, string> }[] } };
+    const role = JSON.parse(await this.kubectl(this.admin(), ['get', 'clusterrole', clusterRole, '-o', 'json'])) as Role;
+    const selectors = role.aggregationRule?.clusterRoleSelectors ?? [];
+    if (selectors.length === 0) return;
+    const rules: unknown[] = [];
+    for (const selector of selectors) {
+      const labels = Object.entries(selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
+      if (labels.length === 0) continue;
+      const out = await this.kubectl(this.admin(), ['get', 'clusterroles', '-l', labels.join(','), '-o', 'json']);
+      for (const item of (JSON.parse(out) as { items: Role[] }).items) rules.push(...(item.rules ?? []));
+    }
+    await this.kubectl(this.admin(), ['patch', 'clusterrole', clusterRole, '--type=merge', '-p', JSON.stringify({ rules })]);
   }
 
   /** Creates the Node object if needed and returns the agent identity bound to it. */

@@ -1,18 +1,23 @@
 // `npm start` (hack/demo.ts) run for real, in a temp dir: a second start while one runs must say so
-// and touch nothing; a lock left by a demo that crashed does not block the next start.
+// and touch nothing; a lock left by a demo that crashed does not block the next start; the team it sets
+// up claims a disk with namespaced rights only, through the real kubectl and the built plugin.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import test from 'ava';
 import { REPO_ROOT, runKubectl } from '../../hack/controlplane/controlplane.ts';
 import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { eventually } from '../../hack/lib/wait.ts';
+import { execResult } from '../harness/exec.ts';
 
 const DEMO = join(REPO_ROOT, 'hack', 'demo.ts');
 const base = mkdtempSync(join(tmpdir(), 'nodedisks-demo-'));
 const work = join(base, 'dev');
+const BIN = join(REPO_ROOT, 'dist', 'bin');
+// Each test starts a whole demo; on a loaded machine that outlasts ava's default timeout.
+const DEMO_TEST_TIMEOUT = 5 * 60_000;
 
 interface Demo {
   child: ChildProcess;
@@ -41,6 +46,7 @@ test.after.always(async () => {
 });
 
 test.serial('a second npm start while a demo runs says so and touches nothing', async (t) => {
+  t.timeout(DEMO_TEST_TIMEOUT);
   const kubectl = (await ensureBinaries()).kubectl;
   const first = startDemo();
   running.push(first);
@@ -74,6 +80,7 @@ test.serial('a second npm start while a demo runs says so and touches nothing', 
 });
 
 test.serial('a lock left by a demo that crashed is cleaned up by the next start', async (t) => {
+  t.timeout(DEMO_TEST_TIMEOUT);
   // A pid that is certainly dead: a process that has already exited.
   const gone = spawn(process.execPath, ['-e', '']);
   await new Promise((resolve) => gone.on('exit', resolve));
@@ -83,5 +90,53 @@ test.serial('a lock left by a demo that crashed is cleaned up by the next start'
   await eventually('the demo to be up', async () => demo.output().includes('NodeDisks is running'), 180_000, 250);
   t.regex(demo.output(), new RegExp(`removed a stale lock of pid ${gone.pid}`));
   t.is(readFileSync(join(work, 'demo.pid'), 'utf8').trim(), String(demo.child.pid));
+  t.is(await stop(demo), 0);
+});
+
+test.serial('the team of the demo claims a disk in team-a with namespaced rights only', async (t) => {
+  t.timeout(DEMO_TEST_TIMEOUT);
+  const bin = (await ensureBinaries()).kubectl;
+  const demo = startDemo();
+  running.push(demo);
+  await eventually('the demo to be up', async () => demo.output().includes('NodeDisks is running'), 180_000, 250);
+  const kubeconfig = join(work, 'kubeconfig-team-a');
+  t.true(existsSync(kubeconfig), `no ${kubeconfig}`);
+  t.regex(demo.output(), new RegExp(`export KUBECONFIG=${kubeconfig.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\n`));
+  // No -n anywhere: the kubeconfig's context namespace is team-a.
+  const team = (...args: string[]) => execResult(bin, args, { env: { PATH: `${BIN}:${process.env.PATH}`, KUBECONFIG: kubeconfig } });
+
+  const claimed = await team('nodedisks', 'claim', 'db', '--min-capacity', '32Mi', '--wait');
+  t.is(claimed.code, 0, claimed.stderr);
+  t.regex(claimed.stdout, /bound to node-disk-/);
+  const got = await team('get', 'ndc', 'db', '-o', 'json');
+  t.is(got.code, 0, got.stderr);
+  const claim = JSON.parse(got.stdout) as { metadata: { namespace: string }; status: { phase: string; nodeName: string; path: string } };
+  t.is(claim.metadata.namespace, 'team-a');
+  const status = claim.status;
+  t.is(status.phase, 'Bound');
+  const marker = join(work, 'nodes', status.nodeName, 'disks', `${basename(status.path)}.reserved`);
+  await eventually(`the marker ${marker}`, async () => existsSync(marker), 30_000, 100);
+
+  const big = await team('nodedisks', 'claim', 'big', '--min-capacity', '1Gi');
+  t.is(big.code, 0, big.stderr);
+  const why = await eventually(
+    'the 1Gi claim to say why it is Pending',
+    async () => {
+      const out = await team('nodedisks', 'status', 'claim/big');
+      return /0\/9 disks fit: /.test(out.stdout) ? out.stdout : undefined;
+    },
+    30_000,
+    250,
+  );
+  // db holds one disk; every other one is 64 MiB.
+  t.regex(why, /^ {2}Status: Pending: 0\/9 disks fit: 8 smaller than 1Gi, 1 reserved$/m);
+
+  const cluster = await team('get', 'nodedisks');
+  t.not(cluster.code, 0);
+  t.regex(cluster.stderr, /Forbidden/);
+
+  const deleted = await team('delete', 'ndc', 'db', 'big');
+  t.is(deleted.code, 0, deleted.stderr);
+  await eventually(`the marker ${marker} to go`, async () => !existsSync(marker), 30_000, 100);
   t.is(await stop(demo), 0);
 });
