@@ -15,6 +15,7 @@ import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadAll } from 'js-yaml';
 import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { readSysctls, sleep } from '../../hack/cluster/host.ts';
 import { imageRef } from '../../hack/cluster/images.ts';
@@ -212,6 +213,12 @@ async function markerLogLines(): Promise<string[]> {
   return lines;
 }
 
+/** The objects an overlay renders, as `kind/namespace/name`. */
+async function renderedObjects(overlay: string): Promise<Set<string>> {
+  const docs = loadAll(await k(['kustomize', overlay])) as { kind?: string; metadata?: { name?: string; namespace?: string } }[];
+  return new Set(docs.filter((d) => d?.kind).map((d) => `${d.kind}/${d.metadata?.namespace ?? ''}/${d.metadata?.name ?? ''}`));
+}
+
 // ---- the tests -------------------------------------------------------------------------------------
 
 test.serial('the previous release, exported from git and built with its own scripts, installs with kustomize beside this checkout’s images: nine NodeDisks Ready', async (t) => {
@@ -351,6 +358,18 @@ test.serial(
 test.serial('the rollback to the previous release (its kustomize apply) keeps everything, and its agent completes the held deletion once it is released', async (t) => {
   t.timeout(15 * MINUTES);
   await changeInstall(t, () => apply(previous.overlay), previous.tag, held);
+  // What only this checkout's install has stays after the previous one's apply (docs/upgrade.md, Rollback):
+  // deleted, as the procedure says, all but CRDs (deleting one would delete its objects), so that the
+  // install can move to Helm after (Helm adopts no object that lacks its ownership metadata).
+  const previousObjects = await renderedObjects(previous.overlay);
+  const added = [...(await renderedObjects(CURRENT_OVERLAY))].filter((o) => !previousObjects.has(o) && !o.startsWith('CustomResourceDefinition/'));
+  for (const o of added) {
+    const [kind, namespace, name] = o.split('/') as [string, string, string];
+    await k(['delete', kind, name, '--ignore-not-found', ...(namespace ? ['-n', namespace] : [])]);
+  }
+  t.log(`objects of this checkout's install deleted after the rollback: ${added.join(', ') || 'none'}`);
+  const afterDelete = await snapshot();
+  t.deepEqual([afterDelete.disks, afterDelete.claims, afterDelete.markers], [held.disks, held.claims, held.markers], 'nothing of the NodeDisks, claims or markers changed with it');
   const uid = (JSON.parse(held.disks[HELD] ?? '{}') as { uid: string }).uid;
   await k(['patch', 'nodedisk', HELD, '--type=merge', '-p', '{"spec":{"desired":{"state":"Available","owner":null}}}']);
   const back = await until(

@@ -116,7 +116,7 @@ test.serial('cordon from git takes a node\'s disks out of what claims get; "fals
     },
     30_000,
   );
-  t.regex(pending.status?.message ?? '', /^0\/\d+ disks fit: .*\b2 not free\b/);
+  t.regex(pending.status?.message ?? '', /^0\/\d+ disks fit: .*\b2 cordoned\b/);
 
   // A person uncordons one disk by hand and cordons it again: the label is now theirs as much as git's.
   t.is((await nd('uncordon', disk1)).code, 0);
