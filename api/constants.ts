@@ -88,6 +88,8 @@ export const REASON_NODE_REPLACED = 'NodeReplaced';
 
 /** Kubernetes limits the name and label rules must respect. */
 export const MAX_NAME_LENGTH = 253;
+/** A claim's name fits the owner `claim:<namespace>/<name>` its disk carries into MAX_NAME_LENGTH. */
+export const MAX_CLAIM_NAME_LENGTH = 183;
 export const MAX_LABEL_VALUE_LENGTH = 63;
 export const MAX_DISK_ID_LENGTH = 128;
 export const MAX_OWNER_LENGTH = 253;

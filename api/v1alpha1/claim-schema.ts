@@ -2,7 +2,19 @@
 // renders it to kustomize/crd/bases/; test/unit/crd.test.ts fails when the committed YAML drifts from this
 // object or when this schema and the TypeScript types in ./claim-types.ts disagree on a field.
 
-import { CLAIM_CRD_NAME, CLAIM_KIND, CLAIM_LIST_KIND, CLAIM_PLURAL, CLAIM_SHORT_NAME, CLAIM_SINGULAR, GROUP, MAX_MESSAGE_LENGTH, MAX_NAME_LENGTH, VERSION } from '../constants.ts';
+import {
+  CLAIM_CRD_NAME,
+  CLAIM_KIND,
+  CLAIM_LIST_KIND,
+  CLAIM_PLURAL,
+  CLAIM_SHORT_NAME,
+  CLAIM_SINGULAR,
+  GROUP,
+  MAX_CLAIM_NAME_LENGTH,
+  MAX_MESSAGE_LENGTH,
+  MAX_NAME_LENGTH,
+  VERSION,
+} from '../constants.ts';
 import { DNS_SUBDOMAIN_PATTERN } from '../names.ts';
 import { CLAIM_PHASES, RECLAIM_POLICIES, SELECTOR_OPERATORS } from './claim-types.ts';
 import { conditionSchema, type CustomResourceDefinition, type PrinterColumn, type SchemaProps } from './schema.ts';
@@ -65,7 +77,12 @@ export const nodeDiskClaimSchema: SchemaProps = {
   type: 'object',
   description:
     "NodeDiskClaim is a team's request, in its own namespace, for one NodeDisk: the controller binds it to a free disk that fits, reserved for owner claim:<namespace>/<name>, and reports the disk's node and path in status. Deleting the claim releases the disk unless spec.reclaimPolicy is Retain.",
-  'x-kubernetes-validations': [{ rule: 'size(self.metadata.name) <= 183', message: 'a claim name may be at most 183 characters: claim:<namespace>/<name> is the owner of its disk, at most 253' }],
+  'x-kubernetes-validations': [
+    {
+      rule: `size(self.metadata.name) <= ${MAX_CLAIM_NAME_LENGTH}`,
+      message: `a claim name may be at most ${MAX_CLAIM_NAME_LENGTH} characters: claim:<namespace>/<name> is the owner of its disk, at most ${MAX_NAME_LENGTH}`,
+    },
+  ],
   properties: {
     apiVersion: { type: 'string', description: 'The versioned schema of this object: localtest.example.com/v1alpha1.' },
     kind: { type: 'string', description: 'The kind of this object: NodeDiskClaim.' },

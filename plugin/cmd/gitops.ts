@@ -9,7 +9,7 @@
 // refused unless --offline (docs/adr/0022-gitops-files-and-krew-archives.md). The overlay itself: ../gitops/overlay.ts.
 import { mkdirSync } from 'node:fs';
 import type { CommandSpec } from '../args.ts';
-import { MAX_NAME_LENGTH } from '../../api/constants.ts';
+import { MAX_CLAIM_NAME_LENGTH, MAX_NAME_LENGTH } from '../../api/constants.ts';
 import { DNS_SUBDOMAIN_PATTERN } from '../../api/names.ts';
 import type { Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
@@ -20,8 +20,6 @@ import { validateOwner } from '../reserve/plan.ts';
 
 const dns = new RegExp(DNS_SUBDOMAIN_PATTERN);
 const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-/** The claim CRD's limit: claim:<namespace>/<name>, the owner written on its disk, fits in 253. */
-const MAX_CLAIM_NAME_LENGTH = 183;
 
 const DISK_ACTIONS = ['reserve', 'release', 'cordon', 'uncordon'] as const;
 const CLAIM_ACTIONS = ['claim', 'unclaim'] as const;

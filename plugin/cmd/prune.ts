@@ -64,10 +64,11 @@ async function execute(session: Session, args: PruneArgs): Promise<void> {
       }
       if (mode !== 'client') {
         const i = nd.metadata.finalizers?.indexOf(FINALIZER) ?? -1;
+        const preconditions = nd.metadata.uid ? { uid: nd.metadata.uid } : {};
         if (i >= 0 && mode === 'none') {
           // Asked first whether the delete would be allowed (a role with patch but not delete, a policy):
           // otherwise the finalizer would be gone and the NodeDisk still there.
-          await client.delete(nd.metadata.name ?? '', { preconditions: { ...(nd.metadata.uid ? { uid: nd.metadata.uid } : {}) }, dryRun: true });
+          await client.delete(nd.metadata.name ?? '', { preconditions, dryRun: true });
         }
         if (i >= 0) {
           // The finalizer's marker was on the machine that is gone; the test keeps us from removing another.
@@ -81,7 +82,7 @@ async function execute(session: Session, args: PruneArgs): Promise<void> {
           );
         }
         try {
-          await client.delete(nd.metadata.name ?? '', { preconditions: { ...(nd.metadata.uid ? { uid: nd.metadata.uid } : {}) }, dryRun: mode === 'server' });
+          await client.delete(nd.metadata.name ?? '', { preconditions, dryRun: mode === 'server' });
         } catch (err) {
           // Deleted already (someone's kubectl delete, held by the finalizer): removing it completed that.
           if (!(nd.metadata.deletionTimestamp && i >= 0 && isApiError(err, 404))) throw err;
