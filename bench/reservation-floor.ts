@@ -23,6 +23,7 @@ import { seedDisks, startAgent, startController, type Program } from '../hack/li
 import { eventually } from '../hack/lib/wait.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
+import { startRecord } from './lib/results.ts';
 
 const DISKS = Number(process.env.DISKS ?? 30);
 const SAMPLES = Math.min(Number(process.env.SAMPLES ?? 20), DISKS);
@@ -36,6 +37,7 @@ const load = () =>
     .map((x) => x.toFixed(2))
     .join(' ');
 
+const record = startRecord('reservation-floor', { disks: DISKS, samples: SAMPLES });
 const cp = await ControlPlane.start();
 const work = await mkdtemp(join(tmpdir(), 'nodedisks-floor-'));
 const programs: Program[] = [];
@@ -101,6 +103,16 @@ try {
   console.log(
     `floor 2·W + P at p50: ${floor.toFixed(1)} ms; chain p50 / floor: ${(p50.chain / floor).toFixed(2)} (goal ≤ 2); chain p95 / p50: ${(pct(chain, 0.95) / p50.chain).toFixed(2)} (goal ≤ 3)`,
   );
+  const stats = (xs: number[]) => ({ p50: pct(xs, 0.5), p95: pct(xs, 0.95), samples: xs.length });
+  record.save({
+    kubernetes: cp.binaries.kubernetesVersion,
+    patchMs: stats(patches),
+    watchDeliveryMs: stats(deliveries),
+    chainMs: stats(chain),
+    floorMs: floor,
+    chainOverFloor: p50.chain / floor,
+    chainP95OverP50: pct(chain, 0.95) / p50.chain,
+  });
   stop.abort();
   await watching;
 } finally {

@@ -22,6 +22,7 @@ import { CONTROLLER_MAIN } from '../hack/lib/programs.ts';
 import { ServerProcess } from '../hack/lib/process.ts';
 import { eventually } from '../hack/lib/wait.ts';
 import { adminClient, apiserverRequests, childPid, controlPlaneCpu, cpuSeconds, formatRequests, loadAverage, populateFleet, requestDelta, sampleRss } from './lib/fleet.ts';
+import { startRecord } from './lib/results.ts';
 
 const N = Number(process.env.SCALE_N ?? 1000);
 const NODES = 200;
@@ -135,6 +136,15 @@ if (LIMIT_MIB !== undefined) {
   mkdirSync(CGROUP);
   writeFileSync(join(CGROUP, 'memory.limit_in_bytes'), String(LIMIT_MIB * 1024 * 1024));
 }
+const record = startRecord('scale-controller', {
+  nodeDisks: N,
+  nodes: NODES,
+  labelEvery: LABEL_EVERY,
+  controller: MAIN === CONTROLLER_MAIN ? 'this checkout' : MAIN,
+  nodeFlags: NODE_FLAGS.join(' '),
+  extraArgs: EXTRA.join(' '),
+  memoryLimitMiB: LIMIT_MIB ?? 0,
+});
 const cp = await ControlPlane.start();
 const work = await mkdtemp(join(tmpdir(), 'nodedisks-scale-'));
 try {
@@ -177,6 +187,12 @@ try {
   }
   const cache = await cacheHeapPer10k(client, work);
   console.log(`informer cache per 10,000 reconciled NodeDisks (V8 heap): whole objects ${f(cache.wholeMiB)} MiB, the controller's lean copies ${f(cache.leanMiB)} MiB`);
+  record.save({
+    kubernetes: cp.binaries.kubernetesVersion,
+    populateSeconds,
+    phases: rows.map(([name, r, load]) => ({ name, ...r, load })),
+    informerCachePer10kMiB: { whole: cache.wholeMiB, lean: cache.leanMiB },
+  });
   if (LIMIT_MIB !== undefined) {
     console.log(
       `memory cgroup ${CGROUP}: limit ${LIMIT_MIB} MiB, max usage ${f(cgroupFile('memory.max_usage_in_bytes') / 2 ** 20, 0)} MiB, failcnt ${cgroupFile('memory.failcnt')}, oom_kill ${oomKills()}`,
