@@ -21,7 +21,7 @@ import { ControlPlane } from '../hack/controlplane/controlplane.ts';
 import { CONTROLLER_MAIN } from '../hack/lib/programs.ts';
 import { ServerProcess } from '../hack/lib/process.ts';
 import { eventually } from '../hack/lib/wait.ts';
-import { adminClient, apiserverRequests, childPid, controlPlaneCpu, cpuSeconds, formatRequests, loadAverage, populateFleet, requestDelta, sampleRss } from './lib/fleet.ts';
+import { adminClient, apiserverCpuProfile, apiserverRequests, childPid, controlPlaneCpu, cpuSeconds, formatRequests, loadAverage, populateFleet, requestDelta, sampleRss } from './lib/fleet.ts';
 import { startRecord } from './lib/results.ts';
 
 const N = Number(process.env.SCALE_N ?? 1000);
@@ -35,6 +35,9 @@ const labelled = Math.ceil(N / LABEL_EVERY);
 // The fleet's nodes have no Node objects: with the node lifecycle (ADR 35) on they are gone and their
 // labelled disks never reserved, so the first start would wait for writes that never come.
 const NODE_LIFECYCLE = '--node-lifecycle=false';
+/** `APISERVER_PROFILE_DIR=<dir>`: a kube-apiserver CPU profile of each restart, for `go tool pprof -top`. */
+const PROFILE_DIR = process.env.APISERVER_PROFILE_DIR;
+const PROFILE_SECONDS = Number(process.env.APISERVER_PROFILE_SECONDS ?? 12);
 const CGROUP = `/sys/fs/cgroup/memory/nodedisks-bench-${process.pid}`;
 /** Every controller started, stopped at the end. */
 const procs: ServerProcess[] = [];
@@ -85,6 +88,8 @@ async function phase(cp: ControlPlane, work: string, id: string, kubeconfig: str
   const reqBefore = await apiserverRequests(cp, 'nodedisks');
   const evBefore = await apiserverRequests(cp, 'events');
   const cpuBefore = await controlPlaneCpu(cp);
+  // The restarts are short: a profile that starts with the phase covers it (and a few idle seconds).
+  const profiling = PROFILE_DIR && id !== 'controller-first' ? apiserverCpuProfile(cp, PROFILE_SECONDS, join(PROFILE_DIR, `kube-apiserver-${id}.pprof`)) : undefined;
   const started = performance.now();
   const p = launch(cp, work, id, kubeconfig, more);
   procs.push(p); // stopped in the end whatever happens, so the memory cgroup can be removed
@@ -107,6 +112,7 @@ async function phase(cp: ControlPlane, work: string, id: string, kubeconfig: str
   const req = requestDelta(reqBefore, await apiserverRequests(cp, 'nodedisks'));
   const ev = requestDelta(evBefore, await apiserverRequests(cp, 'events'));
   await new Promise((r) => setTimeout(r, 10_000)); // idle: let the GC settle
+  await profiling;
   const { peakMiB, lastMiB } = rss.stop();
   return {
     p,
@@ -145,7 +151,12 @@ const record = startRecord('scale-controller', {
   extraArgs: EXTRA.join(' '),
   memoryLimitMiB: LIMIT_MIB ?? 0,
 });
-const cp = await ControlPlane.start();
+// kube-apiserver compares its watch cache with etcd every 5 minutes per resource (DetectCacheInconsistency,
+// on by default): a full read and decode of every NodeDisk, about as much CPU as a restart's whole
+// encoding, landing in whichever phase it happens to overlap. Off by default here so a phase's API server
+// CPU is that phase's own; `CACHE_CHECK=on` keeps the server's default.
+const CACHE_CHECK = process.env.CACHE_CHECK === 'on';
+const cp = await ControlPlane.start(CACHE_CHECK ? {} : { apiserverFlags: ['--feature-gates=DetectCacheInconsistency=false'] });
 const work = await mkdtemp(join(tmpdir(), 'nodedisks-scale-'));
 try {
   const client = adminClient(cp);

@@ -1,7 +1,7 @@
 // Helpers shared by the scale benchmarks (ADR 23): a fleet of NodeDisks spread over many nodes, and the
 // API server's own view of the run (its request counts from /metrics, the CPU time of kube-apiserver and
 // etcd from /proc), so a figure of ours can be read next to what it cost the control plane.
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { API_VERSION, FIELD_MANAGER, KIND, LABEL_AUTO_RESERVE, LABEL_DISK, LABEL_NODE, AUTO_RESERVE_VALUE } from '../../api/constants.ts';
 import { diskPath, nodeDiskName } from '../../api/names.ts';
 import { NodeDiskClient } from '../../api/client.ts';
@@ -90,6 +90,22 @@ export async function apiserverMetricsText(cp: ControlPlane): Promise<string> {
   const rest = new RestClient(loadKubeConfig({ kubeconfig: cp.admin().kubeconfig }));
   try {
     return await readBody(await rest.open('GET', '/metrics', { accept: 'text/plain' }));
+  } finally {
+    rest.close();
+  }
+}
+
+/**
+ * A CPU profile of kube-apiserver over the next `seconds` (its /debug/pprof, on by default), written to
+ * `file` for `go tool pprof`: where the API server's share of a phase goes.
+ */
+export async function apiserverCpuProfile(cp: ControlPlane, seconds: number, file: string): Promise<void> {
+  const rest = new RestClient(loadKubeConfig({ kubeconfig: cp.admin().kubeconfig }));
+  try {
+    const res = await rest.open('GET', '/debug/pprof/profile', { query: { seconds: String(seconds) }, accept: 'application/octet-stream' });
+    const chunks: Buffer[] = [];
+    for await (const chunk of res) chunks.push(chunk as Buffer);
+    await writeFile(file, Buffer.concat(chunks));
   } finally {
     rest.close();
   }
