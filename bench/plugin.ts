@@ -99,7 +99,7 @@ const record = startRecord('plugin', { sizes: SIZES.join(','), runs: RUNS, instr
 const loadAtStart = loadavg();
 let cp: ControlPlane | undefined;
 try {
-  const builds = [];
+  const builds: { name: string; dir: string }[] = [];
   for (const s of SPECS) {
     const dir = s.dir === 'krew' ? await krewExecutable(join(work, `build-${s.name}`), log) : isAbsolute(s.dir) ? s.dir : join(REPO_ROOT, s.dir);
     builds.push({ name: s.name, dir });
