@@ -157,11 +157,16 @@ try {
 
     const counts: Record<string, number> = {};
     if (INSTRUCTIONS > 0) {
-      const direct = [{ key: 'bare', exe: join(bare, 'kubectl-nodedisks'), env: envFor(bare) }, ...builds.map((b, i) => ({ key: `${b.name}-list`, exe: join(b.dir, 'kubectl-nodedisks'), env: envFor(b.dir, caches[i]) }))];
+      const direct = [
+        { key: 'bare', exe: join(bare, 'kubectl-nodedisks'), env: envFor(bare) },
+        ...builds.map((b, i) => ({ key: `${b.name}-list`, exe: join(b.dir, 'kubectl-nodedisks'), env: envFor(b.dir, caches[i]) })),
+      ];
       const n: Record<string, number[]> = Object.fromEntries(direct.map((d) => [d.key, []]));
       for (let i = 0; i < INSTRUCTIONS; i++) for (const d of direct) n[d.key]!.push(await instructions(d.exe, ['list'], d.env));
       for (const d of direct) counts[d.key] = quantile(n[d.key]!, 0.5);
-      console.log(`|  | instructions, direct runs (millions, median of ${INSTRUCTIONS}) | ${counts.bare!.toFixed(0)} M | ${builds.map((b) => `${counts[`${b.name}-list`]!.toFixed(0)} M |  | `).join(' | ')} | ${loadavg()} |`);
+      console.log(
+        `|  | instructions, direct runs (millions, median of ${INSTRUCTIONS}) | ${counts.bare!.toFixed(0)} M | ${builds.map((b) => `${counts[`${b.name}-list`]!.toFixed(0)} M |  | `).join(' | ')} | ${loadavg()} |`,
+      );
     }
     figures[String(size)] = {
       get,

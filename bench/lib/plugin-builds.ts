@@ -42,10 +42,7 @@ export async function bareNodePlugin(work: string, log: (line: string) => void =
   await mkdir(build, { recursive: true });
   await mkdir(dir, { recursive: true });
   await writeFile(join(build, 'main.cjs'), '');
-  await writeFile(
-    join(build, 'sea-config.json'),
-    JSON.stringify({ main: 'main.cjs', output: 'sea-prep.blob', disableExperimentalSEAWarning: true, useCodeCache: false, useSnapshot: false }),
-  );
+  await writeFile(join(build, 'sea-config.json'), JSON.stringify({ main: 'main.cjs', output: 'sea-prep.blob', disableExperimentalSEAWarning: true, useCodeCache: false, useSnapshot: false }));
   await run(process.execPath, ['--experimental-sea-config', 'sea-config.json'], { cwd: build });
   await makeExecutable(p, node, join(dir, executableName(p)), join(build, 'sea-prep.blob'));
   return dir;
