@@ -94,11 +94,11 @@ export interface ClusterAccess {
 const IN_CLUSTER_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 /**
- * A kubeconfig's text as a value. JSON (which kubectl reads as well) is JSON.parse'd, which is several times
- * cheaper than the YAML parser on every command; anything else, and JSON that JSON.parse refuses, goes to
+ * A kubeconfig's text as a value. JSON (which kubectl reads as well) is JSON.parse'd, cheaper than the YAML
+ * parser that every command would otherwise run; anything else, and JSON that JSON.parse refuses, goes to
  * the YAML parser, whose message names the problem.
  */
-export function parseConfigText(text: string): unknown {
+function parseConfigText(text: string): unknown {
   if (text.trimStart().startsWith('{')) {
     try {
       return JSON.parse(text);
