@@ -23,6 +23,7 @@ import { RestClient } from '../lib/kube/rest.ts';
 import { ControlPlane } from '../hack/controlplane/controlplane.ts';
 import { REPO_ROOT } from '../hack/lib/paths.ts';
 import { populateReported } from './lib/fleet.ts';
+import { instructions } from './lib/instructions.ts';
 
 const SIZES = (process.env.SIZES ?? '9,300').split(',').map(Number);
 const RUNS = Number(process.env.RUNS ?? 25);
@@ -51,19 +52,6 @@ function measure(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<S
       if (stderr) return reject(new Error(`${cmd} ${args.join(' ')} printed on stderr: ${stderr.slice(0, 2000)}`));
       const [wall, user, sys] = readFileSync(report, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
       resolve({ wallMs: wall! * 1000, cpuMs: (user! + sys!) * 1000 });
-    });
-  });
-}
-
-/** Instructions one run executes, in millions (valgrind --tool=callgrind; all processes of the run). */
-function instructions(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const valgrind = ['--tool=callgrind', '--callgrind-out-file=/dev/null', '--smc-check=all-non-file', '--trace-children=yes', cmd, ...args];
-  return new Promise((resolve, reject) => {
-    execFile('valgrind', valgrind, { env, maxBuffer: 256 * 1024 * 1024 }, (err, _out, stderr) => {
-      if (err) return reject(new Error(`valgrind ${cmd} ${args.join(' ')}: ${stderr.slice(-2000)}`));
-      const refs = [...stderr.matchAll(/I\s+refs:\s+([\d,]+)/g)].map((m) => Number(m[1]!.replaceAll(',', '')));
-      if (refs.length === 0) return reject(new Error(`valgrind printed no instruction count: ${stderr.slice(-2000)}`));
-      resolve(refs.reduce((a, b) => a + b, 0) / 1e6);
     });
   });
 }

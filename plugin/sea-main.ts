@@ -16,7 +16,8 @@ declare const PLUGIN_SHA256: string;
 
 type PluginMain = (exports: unknown, req: NodeJS.Require, mod: NodeJS.Module, filename: string, dirname: string) => void;
 
-const debug = debuglog('nodedisks');
+// debuglog matches NODE_DEBUG (names, wildcards) at its first call; without the variable there is nothing to match.
+const debug: (format: string, ...args: unknown[]) => void = process.env.NODE_DEBUG ? debuglog('nodedisks') : () => {};
 // The build keeps the bundle ASCII (esbuild escapes the rest), so latin1 decodes it as a copy, no UTF-8.
 const source = Buffer.from(getRawAsset(PLUGIN_ASSET)).toString('latin1');
 const file = codeCacheFile(PLUGIN_SHA256, process);

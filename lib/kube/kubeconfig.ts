@@ -93,6 +93,22 @@ export interface ClusterAccess {
 
 const IN_CLUSTER_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
+/**
+ * A kubeconfig's text as a value. JSON (which kubectl reads as well) is JSON.parse'd, cheaper than the YAML
+ * parser that every command would otherwise run; anything else, and JSON that JSON.parse refuses, goes to
+ * the YAML parser, whose message names the problem.
+ */
+function parseConfigText(text: string): unknown {
+  if (text.trimStart().startsWith('{')) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      // Not JSON after all (a YAML flow mapping, or a mistake): the YAML parser decides and explains.
+    }
+  }
+  return load(text);
+}
+
 function readConfigFile(path: string): ConfigFile {
   let text: string;
   try {
@@ -102,7 +118,7 @@ function readConfigFile(path: string): ConfigFile {
   }
   let parsed: unknown;
   try {
-    parsed = load(text);
+    parsed = parseConfigText(text);
   } catch (err) {
     throw new KubeConfigError(`kubeconfig ${path} is not valid YAML: ${(err as Error).message.split('\n')[0]}; fix the file or point --kubeconfig at a valid one`);
   }

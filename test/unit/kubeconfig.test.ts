@@ -141,6 +141,35 @@ test('an exec command with a path separator is relative to its kubeconfig; a bar
   t.is(lookPath('nd-unit-token', { PATH: `${onPath}:${relative}` }), join(onPath, 'nd-unit-token'), 'the first match wins, as in Go');
 });
 
+test('a JSON kubeconfig (read with JSON.parse) gives what the same file in YAML gives', async (t) => {
+  const cfg = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    'current-context': 'dev',
+    clusters: [{ name: 'dev', cluster: { server: 'https://dev.example:6443', 'certificate-authority': 'ca.crt', 'tls-server-name': 'api.dev' } }],
+    users: [{ name: 'alice', user: { token: 'alice-token', as: 'bob', 'as-groups': ['ops'] } }],
+    contexts: [{ name: 'dev', context: { cluster: 'dev', user: 'alice', namespace: 'team' } }],
+  };
+  const json = join(dir, 'config.json');
+  writeFileSync(json, `  ${JSON.stringify(cfg, null, 2)}\n`);
+  const yaml = file('config-as.yaml', cfg);
+  // Everything but the file name and the header function (compared by what it returns).
+  const plain = async (path: string) => {
+    const { headers, source: _source, ...rest } = loadKubeConfig({ kubeconfig: path });
+    return { ...rest, headers: await headers() };
+  };
+  const fromJson = await plain(json);
+  t.deepEqual(fromJson, await plain(yaml));
+  t.is(fromJson.tls.ca?.toString(), caPem, 'the CA path is relative to the JSON file too');
+  // A flow mapping that is YAML but not JSON still loads; broken JSON gets the YAML parser's message.
+  const flow = join(dir, 'flow.yaml');
+  writeFileSync(flow, "{clusters: [{name: dev, cluster: {server: 'https://flow.example:6443'}}], contexts: [{name: dev, context: {cluster: dev}}], current-context: dev}\n");
+  t.is(loadKubeConfig({ kubeconfig: flow }).server, 'https://flow.example:6443');
+  const broken = join(dir, 'broken.json');
+  writeFileSync(broken, '{"clusters": [');
+  t.throws(() => loadKubeConfig({ kubeconfig: broken }), { message: /kubeconfig .*broken\.json is not valid YAML: .*; fix the file/ });
+});
+
 test('bad kubeconfigs are refused with the file, the problem and the fix', (t) => {
   const broken = join(dir, 'broken.yaml');
   writeFileSync(broken, 'clusters: [ {{ nope');
