@@ -18,6 +18,7 @@ import { eventually } from '../hack/lib/wait.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { adminClient, apiserverRequests, childPid, controlPlaneCpu, cpuSeconds, formatRequests, loadAverage, peakRssMiB, populateReported, requestDelta, rssMiB, sampleRss } from './lib/fleet.ts';
+import { startRecord } from './lib/results.ts';
 
 const N = Number(process.env.N ?? 10_000);
 const CLAIMS = Number(process.env.CLAIMS ?? 1000);
@@ -42,6 +43,7 @@ const sum = (text: string, name: string) =>
     .filter((l) => l.startsWith(name) && !l.startsWith('#'))
     .reduce((s, l) => s + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 
+const record = startRecord('claims', { nodeDisks: N, claims: CLAIMS, createConcurrency: CONCURRENCY, controllerArgs: EXTRA.join(' ') });
 const cp = await ControlPlane.start();
 const work = await mkdtemp(join(tmpdir(), 'nodedisks-bench-claims-'));
 let controller: ServerProcess | undefined;
@@ -127,6 +129,17 @@ try {
     `| ${N} | ${CLAIMS} | ${f(createdSeconds)} s | ${f(seconds)} s | ${f(CLAIMS / seconds, 0)} | ${f(cpuAfter.apiserver - cpuBefore.apiserver)} / ${f(cpuAfter.etcd - cpuBefore.etcd)} / ${f(ctlCpu)} (kube-apiserver ${f((100 * (cpuAfter.apiserver - cpuBefore.apiserver)) / seconds, 0)} %, controller ${f((100 * ctlCpu) / seconds, 0)} % of a core) | ${f(settledRss, 0)} / ${f(peakMiB, 0)} (${f(hwm, 0)}) MiB | ${formatRequests(claimReq)} | ${formatRequests(diskReq)} | ${ev.get('POST') ?? 0} | ${load} |`,
   );
   console.log(`bind latency (creationTimestamp, whole seconds, to Bound): mean ${f(histSum / Math.max(1, histCount), 2)} s over ${histCount} claims`);
+  const round = (x: number, d = 1) => Number(x.toFixed(d));
+  record.save({
+    kubernetes: cp.binaries.kubernetesVersion,
+    createsDoneSeconds: round(createdSeconds, 2),
+    allBoundSeconds: round(seconds, 2),
+    bindsPerSecond: round(CLAIMS / seconds),
+    cpuSeconds: { kubeApiserver: round(cpuAfter.apiserver - cpuBefore.apiserver, 2), etcd: round(cpuAfter.etcd - cpuBefore.etcd, 2), controller: round(ctlCpu, 2) },
+    controllerRssMiB: { settled: round(settledRss, 0), peak: round(peakMiB, 0), vmHwm: round(hwm, 0) },
+    meanBindSeconds: round(histSum / Math.max(1, histCount), 2),
+    loadAverage: load,
+  });
 } finally {
   await controller?.stop();
   await cp.stop();
