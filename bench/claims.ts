@@ -5,7 +5,9 @@
 // server's CPU and requests next to ours, with the machine's load.
 //   npm run bench:claims                 N=1000 CLAIMS=100 npm run bench:claims
 // Variables: N, CLAIMS, CREATE_CONCURRENCY (creates in flight, default 50), CONTROLLER_ARGS (extra flags),
-// CONTROLLER_MAIN (another checkout's controller/main.ts), PHASE_TIMEOUT_MINUTES (default 30).
+// CONTROLLER_MAIN (another checkout's controller/main.ts), CONTROLLER_NODE_ARGS (node's own flags for the
+// controller, such as `--cpu-prof --cpu-prof-dir=DIR`: the profile is written when it exits at the end),
+// PHASE_TIMEOUT_MINUTES (default 30).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +27,7 @@ const CLAIMS = Number(process.env.CLAIMS ?? 1000);
 const CONCURRENCY = Number(process.env.CREATE_CONCURRENCY ?? 50);
 const MAIN = process.env.CONTROLLER_MAIN ?? CONTROLLER_MAIN;
 const EXTRA = (process.env.CONTROLLER_ARGS ?? '').split(' ').filter(Boolean);
+const NODE_ARGS = (process.env.CONTROLLER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const TIMEOUT_MS = Number(process.env.PHASE_TIMEOUT_MINUTES ?? 30) * 60_000;
 const NS = 'bench-claims';
 if (!(CLAIMS > 0 && N >= CLAIMS)) throw new Error(`bench:claims: CLAIMS (${CLAIMS}) must be at least 1 and at most N (${N}), so that every claim can bind`);
@@ -43,7 +46,7 @@ const sum = (text: string, name: string) =>
     .filter((l) => l.startsWith(name) && !l.startsWith('#'))
     .reduce((s, l) => s + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 
-const record = startRecord('claims', { nodeDisks: N, claims: CLAIMS, createConcurrency: CONCURRENCY, controllerArgs: EXTRA.join(' ') });
+const record = startRecord('claims', { nodeDisks: N, claims: CLAIMS, createConcurrency: CONCURRENCY, controllerArgs: EXTRA.join(' '), controllerNodeArgs: NODE_ARGS.join(' ') });
 const cp = await ControlPlane.start();
 const work = await mkdtemp(join(tmpdir(), 'nodedisks-bench-claims-'));
 let controller: ServerProcess | undefined;
@@ -60,6 +63,7 @@ try {
   const kubeconfig = (await cp.controller()).kubeconfig;
   controller = new ServerProcess('controller', join(work, 'controller.log'));
   const args = [
+    ...NODE_ARGS,
     MAIN,
     `--kubeconfig=${kubeconfig}`,
     '--http-address=127.0.0.1:0',
