@@ -103,12 +103,12 @@ export class FreeDiskIndex {
     };
     this.entries.set(name, e);
     this.everywhere.add(e);
-    let bucket = this.nodes.get(e.node);
-    if (!bucket) this.nodes.set(e.node, (bucket = new Bucket()));
+    const bucket = this.nodes.get(e.node) ?? new Bucket();
+    this.nodes.set(e.node, bucket);
     bucket.add(e);
     if (e.owner !== undefined) {
-      let names = this.owners.get(e.owner);
-      if (!names) this.owners.set(e.owner, (names = new Set()));
+      const names = this.owners.get(e.owner) ?? new Set<string>();
+      this.owners.set(e.owner, names);
       names.add(name);
     }
   }

@@ -33,13 +33,10 @@ test('an added free disk is a candidate; a disk that is not free is counted by w
   const index = indexOf([disk('n1', 'd1'), disk('n1', 'd2', { owner: 'alice' }), disk('n1', 'd3', { labels: { [LABEL_CORDONED]: CORDONED_VALUE } })]);
   t.deepEqual(names(index.candidates(0)), [nodeDiskName('n1', 'd1')]);
   t.is(index.count(), 3);
-  t.deepEqual(
-    [...index.notFreeCounts()].sort(),
-    [
-      ['cordoned', 1],
-      ['reserved', 1],
-    ],
-  );
+  t.deepEqual([...index.notFreeCounts()].sort(), [
+    ['cordoned', 1],
+    ['reserved', 1],
+  ]);
 });
 
 test('candidates come smallest first, ties by name, and none smaller than asked for', (t) => {
