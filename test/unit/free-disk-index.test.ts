@@ -3,7 +3,7 @@ import { CLAIM_OWNER_PREFIX, CORDONED_VALUE, LABEL_CORDONED } from '../../api/co
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDiskClaimSpec } from '../../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { type Misfit, misfit, misfitCounts } from '../../controller/claim-fit.ts';
+import { filterKey, type Misfit, misfit, misfitCounts } from '../../controller/claim-fit.ts';
 import { FreeDiskIndex } from '../../controller/free-disk-index.ts';
 import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';
 
@@ -166,4 +166,21 @@ test('the Pending counts read off the index are those of judging every disk, for
     t.is(total, disks.length, JSON.stringify(spec));
     t.deepEqual(sorted(counts), sorted(judgedOneByOne(spec, disks)), JSON.stringify(spec));
   }
+});
+
+test('claims share a Pending line only when they ask the same: node, selector, minCapacity and disk name each tell them apart', (t) => {
+  const key = (spec: NodeDiskClaimSpec, name = 'db') => filterKey(newClaim('team', name, spec));
+  t.is(key({ minCapacity: '32Mi' }, 'a'), key({ minCapacity: '32Mi' }, 'b'), 'the name of the claim is not part of it');
+  const specs: NodeDiskClaimSpec[] = [
+    {},
+    { minCapacity: '32Mi' },
+    { minCapacity: '64Mi' },
+    { nodeName: 'n1' },
+    { nodeName: 'n2' },
+    { selector: { matchLabels: { tier: 'fast' } } },
+    { selector: { matchLabels: { tier: 'slow' } } },
+    { diskName: nodeDiskName('n1', 'd1') },
+    { nodeName: 'n1', minCapacity: '32Mi' },
+  ];
+  t.is(new Set(specs.map((s) => key(s))).size, specs.length);
 });
