@@ -5,7 +5,9 @@
 // server's CPU and requests next to ours, with the machine's load.
 //   npm run bench:claims                 N=1000 CLAIMS=100 npm run bench:claims
 // Variables: N, CLAIMS, CREATE_CONCURRENCY (creates in flight, default 50), CONTROLLER_ARGS (extra flags),
-// CONTROLLER_MAIN (another checkout's controller/main.ts), PHASE_TIMEOUT_MINUTES (default 30).
+// CONTROLLER_MAIN (another checkout's controller/main.ts), CONTROLLER_NODE_ARGS (node's own flags for the
+// controller, such as `--cpu-prof --cpu-prof-dir=DIR`: the profile is written when it exits at the end),
+// PHASE_TIMEOUT_MINUTES (default 30).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,12 +20,14 @@ import { eventually } from '../hack/lib/wait.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { adminClient, apiserverRequests, childPid, controlPlaneCpu, cpuSeconds, formatRequests, loadAverage, peakRssMiB, populateReported, requestDelta, rssMiB, sampleRss } from './lib/fleet.ts';
+import { startRecord } from './lib/results.ts';
 
 const N = Number(process.env.N ?? 10_000);
 const CLAIMS = Number(process.env.CLAIMS ?? 1000);
 const CONCURRENCY = Number(process.env.CREATE_CONCURRENCY ?? 50);
 const MAIN = process.env.CONTROLLER_MAIN ?? CONTROLLER_MAIN;
 const EXTRA = (process.env.CONTROLLER_ARGS ?? '').split(' ').filter(Boolean);
+const NODE_ARGS = (process.env.CONTROLLER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const TIMEOUT_MS = Number(process.env.PHASE_TIMEOUT_MINUTES ?? 30) * 60_000;
 const NS = 'bench-claims';
 if (!(CLAIMS > 0 && N >= CLAIMS)) throw new Error(`bench:claims: CLAIMS (${CLAIMS}) must be at least 1 and at most N (${N}), so that every claim can bind`);
@@ -42,6 +46,7 @@ const sum = (text: string, name: string) =>
     .filter((l) => l.startsWith(name) && !l.startsWith('#'))
     .reduce((s, l) => s + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 
+const record = startRecord('claims', { nodeDisks: N, claims: CLAIMS, createConcurrency: CONCURRENCY, controllerArgs: EXTRA.join(' '), controllerNodeArgs: NODE_ARGS.join(' ') });
 const cp = await ControlPlane.start();
 const work = await mkdtemp(join(tmpdir(), 'nodedisks-bench-claims-'));
 let controller: ServerProcess | undefined;
@@ -58,6 +63,7 @@ try {
   const kubeconfig = (await cp.controller()).kubeconfig;
   controller = new ServerProcess('controller', join(work, 'controller.log'));
   const args = [
+    ...NODE_ARGS,
     MAIN,
     `--kubeconfig=${kubeconfig}`,
     '--http-address=127.0.0.1:0',
@@ -127,6 +133,17 @@ try {
     `| ${N} | ${CLAIMS} | ${f(createdSeconds)} s | ${f(seconds)} s | ${f(CLAIMS / seconds, 0)} | ${f(cpuAfter.apiserver - cpuBefore.apiserver)} / ${f(cpuAfter.etcd - cpuBefore.etcd)} / ${f(ctlCpu)} (kube-apiserver ${f((100 * (cpuAfter.apiserver - cpuBefore.apiserver)) / seconds, 0)} %, controller ${f((100 * ctlCpu) / seconds, 0)} % of a core) | ${f(settledRss, 0)} / ${f(peakMiB, 0)} (${f(hwm, 0)}) MiB | ${formatRequests(claimReq)} | ${formatRequests(diskReq)} | ${ev.get('POST') ?? 0} | ${load} |`,
   );
   console.log(`bind latency (creationTimestamp, whole seconds, to Bound): mean ${f(histSum / Math.max(1, histCount), 2)} s over ${histCount} claims`);
+  const round = (x: number, d = 1) => Number(x.toFixed(d));
+  record.save({
+    kubernetes: cp.binaries.kubernetesVersion,
+    createsDoneSeconds: round(createdSeconds, 2),
+    allBoundSeconds: round(seconds, 2),
+    bindsPerSecond: round(CLAIMS / seconds),
+    cpuSeconds: { kubeApiserver: round(cpuAfter.apiserver - cpuBefore.apiserver, 2), etcd: round(cpuAfter.etcd - cpuBefore.etcd, 2), controller: round(ctlCpu, 2) },
+    controllerRssMiB: { settled: round(settledRss, 0), peak: round(peakMiB, 0), vmHwm: round(hwm, 0) },
+    meanBindSeconds: round(histSum / Math.max(1, histCount), 2),
+    loadAverage: load,
+  });
 } finally {
   await controller?.stop();
   await cp.stop();

@@ -8,6 +8,7 @@ import { quantityBytes } from '../api/quantity.ts';
 import type { LabelSelector, NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
 import type { Condition, ConditionStatus, NodeDisk } from '../api/v1alpha1/types.ts';
 import type { AgentLiveness } from './agent-liveness.ts';
+import type { FreeDiskIndex } from './free-disk-index.ts';
 
 /** Why a disk does not fit a claim: it is not the one asked for, or not free (api/free-disk.ts), or too small, or its agent is stale. */
 export type Misfit = 'other-disk' | 'other-node' | 'selector' | NotFreeKind | 'too-small' | 'stale';
@@ -56,6 +57,51 @@ export function misfit(claim: NodeDiskClaim, nd: NodeDisk, ctx: FitContext): Mis
   if (min !== undefined && (nd.status?.node?.capacityBytes ?? 0) < min) return 'too-small';
   if (agentStale(nd, ctx)) return 'stale';
   return undefined;
+}
+
+/** The bytes a claim asks for at least (0 when it names no minCapacity). */
+export function minBytes(claim: NodeDiskClaim): number {
+  const min = claim.spec?.minCapacity;
+  return min !== undefined ? (quantityBytes(min) ?? 0) : 0;
+}
+
+/** What a claim's choice and its Pending line depend on besides the disks: claims with the same key get the same line. */
+export function filterKey(claim: NodeDiskClaim): string {
+  const s = claim.spec ?? {};
+  return JSON.stringify([s.diskName ?? null, s.nodeName ?? null, s.minCapacity ?? null, s.selector ?? null]);
+}
+
+/**
+ * Every disk the index holds counted once, by the first reason it does not fit `claim` (as `misfit`
+ * judges), for the Pending line. Without a selector most of it is read off the index's counts: what is
+ * on other nodes, what is not free and why, what is free but too small; only the free disks big enough
+ * are looked at one by one (for their agent). A selector can only be judged disk by disk, on the claim's
+ * node if it names one.
+ */
+export function misfitCounts(claim: NodeDiskClaim, index: FreeDiskIndex, ctx: FitContext): { total: number; counts: Map<Misfit, number> } {
+  const spec = claim.spec ?? {};
+  const total = index.count();
+  const counts = new Map<Misfit, number>();
+  const add = (m: Misfit | undefined, n = 1) => {
+    if (m !== undefined && n > 0) counts.set(m, (counts.get(m) ?? 0) + n);
+  };
+  if (spec.diskName !== undefined) {
+    const nd = index.disk(spec.diskName);
+    add('other-disk', total - (nd ? 1 : 0));
+    if (nd) add(misfit(claim, nd, ctx));
+    return { total, counts };
+  }
+  const node = spec.nodeName;
+  if (node !== undefined) add('other-node', total - index.count(node));
+  if (spec.selector !== undefined) {
+    for (const nd of index.disks(node)) add(misfit(claim, nd, ctx));
+    return { total, counts };
+  }
+  for (const [kind, n] of index.notFreeCounts(node)) add(kind, n);
+  const min = minBytes(claim);
+  add('too-small', index.freeSmallerThan(min, node));
+  for (const nd of index.candidates(min, node)) add(misfit(claim, nd, ctx));
+  return { total, counts };
 }
 
 function misfitWords(m: Misfit, claim: NodeDiskClaim): string {

@@ -25,7 +25,8 @@ import { WorkQueue } from '../lib/kube/workqueue.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import type { AgentHeartbeats } from './agent-liveness.ts';
 import { type EventRecorder, type ObjectRef, refOf } from './events.ts';
-import { boundStatus, claimKeyOfOwner, type FitContext, lostStatus, type Misfit, misfit, pendingMessage, pendingStatus, sameClaimStatus } from './claim-fit.ts';
+import { boundStatus, claimKeyOfOwner, type FitContext, filterKey, lostStatus, minBytes, misfit, misfitCounts, pendingMessage, pendingStatus, sameClaimStatus } from './claim-fit.ts';
+import { FreeDiskIndex } from './free-disk-index.ts';
 
 export interface BinderOptions {
   claims: NodeDiskClaimClient;
@@ -59,6 +60,14 @@ export class Binder {
   private anyDiskChanged = false;
   private flushScheduled = false;
   private failing: { key: string; error: string } | undefined;
+  /** The NodeDisks by what a claim asks of them: a bind looks at candidates only, not at every NodeDisk. */
+  readonly index = new FreeDiskIndex();
+  /**
+   * Pending lines by claim filter (filterKey), for the index's generation they were found at: the claims
+   * that ask the same share one count over the disks until a disk (or an agent) changes.
+   */
+  private readonly noFit = new Map<string, string>();
+  private noFitGeneration = -1;
 
   constructor(o: BinderOptions) {
     this.o = o;
@@ -85,7 +94,10 @@ export class Binder {
    * every claim without a disk look again, once per tick for all the disks that changed together.
    */
   diskChanged(name?: string): void {
-    if (name !== undefined) this.changedDisks.add(name);
+    if (name !== undefined) {
+      this.changedDisks.add(name);
+      this.index.update(name, this.o.diskInformer.cache.get(name));
+    } else this.index.touch();
     this.anyDiskChanged = true;
     if (this.flushScheduled) return;
     this.flushScheduled = true;
@@ -152,11 +164,29 @@ export class Binder {
     return { now: Date.now(), staleAfterMs: this.o.staleAfterMs, ...(hb ? { liveness: (node: string) => hb.liveness(node) } : {}) };
   }
 
-  /** The disks reserved for `owner`, by name. */
+  /** The disks reserved for `owner`, by name (as the cache has them: the index only says where to look). */
   private held(owner: string): NodeDisk[] {
     const out: NodeDisk[] = [];
-    for (const nd of this.o.diskInformer.cache.values()) if (nd.spec.desired?.state === 'Reserved' && nd.spec.desired.owner === owner) out.push(nd);
+    for (const name of this.index.reservedFor(owner)) {
+      const nd = this.o.diskInformer.cache.get(name);
+      if (nd?.spec.desired?.state === 'Reserved' && nd.spec.desired.owner === owner) out.push(nd);
+    }
     return out.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+  }
+
+  /** What the binder itself put in (or took out of) the disk cache, into the index too. */
+  private storeDisk(nd: NodeDisk): NodeDisk {
+    const stored = this.o.diskInformer.storeOwnWrite(nd);
+    this.index.update(stored.metadata.name ?? '', stored);
+    return stored;
+  }
+
+  /**
+   * The index holds what the cache holds. Every change reaches it as the informer's event or the binder's
+   * own write; a cache that differs in size changed some other way, and the index is built again from it.
+   */
+  private syncIndex(): void {
+    if (this.index.size !== this.o.diskInformer.cache.size) this.index.rebuild(this.o.diskInformer.cache);
   }
 
   /** One claim; returns ms after which to look again, if it should. */
@@ -168,6 +198,7 @@ export class Binder {
     const ns = claim.metadata.namespace ?? '';
     const name = claim.metadata.name ?? '';
     const owner = claimOwner(ns, name);
+    this.syncIndex();
     let held = this.held(owner);
 
     if (claim.metadata.deletionTimestamp) {
@@ -246,29 +277,40 @@ export class Binder {
    * being bound by other workers right now (look again soon rather than write Pending for a moment).
    */
   private async bind(claim: NodeDiskClaim, owner: string, ctx: FitContext): Promise<{ disk?: NodeDisk; message: string; retryMs?: number }> {
+    const spec = claim.spec ?? {};
+    const filter = filterKey(claim);
+    const min = minBytes(claim);
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const counts = new Map<Misfit, number>();
-      let fitting = 0;
-      let total = 0;
-      // The first fitting disk by name not being bound by another worker, so a node's disks are handed out
-      // in a predictable order (as reserve does). One pass, no sort: only the first is needed, and
-      // thousands of binds each sorting thousands of fitting disks is CPU for nothing. Code-unit order,
-      // which for NodeDisk names (DNS subdomains, lowercase) is the order localeCompare gave.
+      if (this.noFitGeneration !== this.index.generation) {
+        this.noFit.clear();
+        this.noFitGeneration = this.index.generation;
+      }
+      const known = this.noFit.get(filter);
+      if (known !== undefined) return { message: known };
+      // The smallest free disk that is big enough, then by name, not being bound by another worker: as the
+      // PV binder, a claim gets no more than it asked for, and the large disks stay for the claims that
+      // need them; among equal disks, a node's are handed out in a predictable order (as reserve does).
+      // Each candidate is judged again as the cache has it: the index only says where to look.
+      const named = spec.diskName !== undefined ? this.o.diskInformer.cache.get(spec.diskName) : undefined;
+      const candidates: Iterable<NodeDisk> = spec.diskName !== undefined ? (named ? [named] : []) : this.index.candidates(min, spec.nodeName);
       let pick: NodeDisk | undefined;
-      for (const nd of this.o.diskInformer.cache.values()) {
-        total++;
-        const m = misfit(claim, nd, ctx);
-        if (m !== undefined) {
-          counts.set(m, (counts.get(m) ?? 0) + 1);
+      let busy = false;
+      for (const seen of candidates) {
+        const nd = this.o.diskInformer.cache.get(seen.metadata.name ?? '');
+        if (!nd || misfit(claim, nd, ctx) !== undefined) continue;
+        if (this.inFlight.has(nd.metadata.name ?? '')) {
+          busy = true;
           continue;
         }
-        fitting++;
-        const name = nd.metadata.name ?? '';
-        if (!this.inFlight.has(name) && (pick === undefined || name < (pick.metadata.name ?? ''))) pick = nd;
+        pick = nd;
+        break;
       }
       if (!pick) {
-        if (fitting > 0) return { message: '', retryMs: 100 };
-        return { message: pendingMessage(claim, total, counts) };
+        if (busy) return { message: '', retryMs: 100 };
+        const { total, counts } = misfitCounts(claim, this.index, ctx);
+        const message = pendingMessage(claim, total, counts);
+        this.noFit.set(filter, message);
+        return { message };
       }
       const diskName = pick.metadata.name ?? '';
       this.inFlight.add(diskName);
@@ -279,7 +321,7 @@ export class Binder {
           { apiVersion: API_VERSION, kind: KIND, metadata: { name: diskName, resourceVersion: pick.metadata.resourceVersion }, spec: { desired: { state: 'Reserved', owner } } },
           { fieldManager: FIELD_MANAGER.controller, force: true },
         );
-        const stored = this.o.diskInformer.storeOwnWrite(updated);
+        const stored = this.storeDisk(updated);
         this.o.log.info('claim bound', { claim: keyOfNamespaced(claim), nodeDisk: diskName, node: pick.spec.nodeName });
         return { disk: stored, message: '' };
       } catch (err) {
@@ -296,10 +338,11 @@ export class Binder {
   /** A fresh read of a disk into the cache (a write found it changed): the next choice sees what won. */
   private async refresh(name: string): Promise<NodeDisk | undefined> {
     try {
-      return this.o.diskInformer.storeOwnWrite(await this.o.disks.get(name));
+      return this.storeDisk(await this.o.disks.get(name));
     } catch (err) {
       if (!isApiError(err, 404)) throw err;
       this.o.diskInformer.cache.delete(name);
+      this.index.update(name, undefined);
       return undefined;
     }
   }
@@ -315,7 +358,7 @@ export class Binder {
           { apiVersion: API_VERSION, kind: KIND, metadata: { name, resourceVersion: current.metadata.resourceVersion }, spec: { desired: { state: 'Available' } } },
           { fieldManager: FIELD_MANAGER.controller, force: true },
         );
-        this.o.diskInformer.storeOwnWrite(updated);
+        this.storeDisk(updated);
         this.o.log.info('claim released its disk', { nodeDisk: name, why });
         return true;
       } catch (err) {
