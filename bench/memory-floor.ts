@@ -102,9 +102,15 @@ const medianMemory = (ms: Memory[]): Memory => ({ rss: median(ms.map((m) => m.rs
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (m: Memory) => `${m.rss.toFixed(1)} MiB (${m.anon.toFixed(1)} anon / ${m.file.toFixed(1)} file)`;
 
-/** A Node process started with `launch` that only waits: the runtime's own floor under those flags. */
-async function bare(launch: Launch, logFile: string): Promise<Memory> {
-  const script = 'setInterval(() => {}, 1 << 30)';
+/** What any Kubernetes client with a /metrics endpoint loads: TLS for the API server, an HTTP server, fs. */
+const CLIENT_FLOOR = "require('https'); require('fs/promises'); require('http').createServer().listen(0, '127.0.0.1');";
+
+/**
+ * A Node process started with `launch` that only waits: the runtime's own floor under those flags, or
+ * with `script`, the floor of a program that loads those modules and does nothing with them.
+ */
+async function bare(launch: Launch, logFile: string, prelude = ''): Promise<Memory> {
+  const script = `${prelude}setInterval(() => {}, 1 << 30)`;
   const p = new Program('bare', logFile, script, []);
   p.start(process.execPath, [...launch.flags, '-e', script], { ...process.env, ...launch.env });
   try {
@@ -126,7 +132,7 @@ async function heapOf(p: Program): Promise<{ heapUsed: number; heapTotal: number
 const record = startRecord('memory-floor', { disks: DISKS, controllerDisks: CONTROLLER_DISKS, runs: RUNS, settleS: SETTLE_S });
 const cp = await ControlPlane.start();
 const work = await mkdtemp(join(tmpdir(), 'nodedisks-memory-'));
-const figures: Record<string, { rss: number; anon: number; file: number; bare: number; heapUsed: number; heapTotal: number; flags: string }> = {};
+const figures: Record<string, { rss: number; anon: number; file: number; bare: number; clientFloor: number; heapUsed: number; heapTotal: number; flags: string }> = {};
 let seq = 0;
 try {
   const admin = new NodeDiskClient(new RestClient(loadKubeConfig({ kubeconfig: cp.admin().kubeconfig })));
@@ -166,13 +172,14 @@ try {
     }
     const m = medianMemory(ms);
     const b = medianMemory(await Promise.all([0, 1, 2].map(async (i) => await bare(launch, join(work, `bare-${what}-${name}-${i}.log`)))));
+    const c = medianMemory(await Promise.all([0, 1, 2].map(async (i) => await bare(launch, join(work, `floor-${what}-${name}-${i}.log`), CLIENT_FLOOR))));
     const heapUsed = median(heaps.map((h) => h.heapUsed));
     const heapTotal = median(heaps.map((h) => h.heapTotal));
     const flags = [...(launch.bundle ? [`BUNDLE=${launch.bundle.replace(`${REPO_ROOT}/`, '')}`] : []), ...Object.entries(launch.env).map(([k, v]) => `${k}=${v}`), ...launch.flags].join(' ');
     const goal = what === 'agent' ? GOALS.agentMiB : GOALS.controllerMiB;
-    figures[`${what}:${name}`] = { rss: m.rss, anon: m.anon, file: m.file, bare: b.rss, heapUsed, heapTotal, flags };
+    figures[`${what}:${name}`] = { rss: m.rss, anon: m.anon, file: m.file, bare: b.rss, clientFloor: c.rss, heapUsed, heapTotal, flags };
     rows.push(
-      `| ${what} ${name} (${flags || 'no flags'}) | ${fmt(m)} | ${Math.min(...ms.map((x) => x.rss)).toFixed(1)}–${Math.max(...ms.map((x) => x.rss)).toFixed(1)} | ${heapUsed.toFixed(1)} / ${heapTotal.toFixed(1)} MiB | ${fmt(b)} | ≤ ${goal} MiB${m.rss <= goal ? ' (met)' : ' (missed)'} |`,
+      `| ${what} ${name} (${flags || 'no flags'}) | ${fmt(m)} | ${Math.min(...ms.map((x) => x.rss)).toFixed(1)}–${Math.max(...ms.map((x) => x.rss)).toFixed(1)} | ${heapUsed.toFixed(1)} / ${heapTotal.toFixed(1)} MiB | ${fmt(b)} | ${fmt(c)} | ≤ ${goal} MiB${m.rss <= goal ? ' (met)' : ' (missed)'} |`,
     );
     console.error(rows.at(-1));
   };
@@ -224,8 +231,8 @@ try {
   }
 
   console.log(`memory against the runtime's floor: agent with ${DISKS} disks, controller idle with ${CONTROLLER_DISKS} NodeDisks; median of ${RUNS} fresh processes, ${SETTLE_S} s after ready`);
-  console.log('| program, flags | RSS (VmRSS) | range | V8 heap used / total | bare Node, same flags | goal |');
-  console.log('| --- | --- | --- | --- | --- | --- |');
+  console.log('| program, flags | RSS (VmRSS) | range | V8 heap used / total | bare Node, same flags | Node + https, http server, fs/promises | goal |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- |');
   for (const r of rows) console.log(r);
 } finally {
   await cp.stop();
