@@ -175,7 +175,11 @@ try {
     const c = medianMemory(await Promise.all([0, 1, 2].map(async (i) => await bare(launch, join(work, `floor-${what}-${name}-${i}.log`), CLIENT_FLOOR))));
     const heapUsed = median(heaps.map((h) => h.heapUsed));
     const heapTotal = median(heaps.map((h) => h.heapTotal));
-    const flags = [...(launch.bundle ? [`BUNDLE=${launch.bundle.replace(`${REPO_ROOT}/`, '')}`] : []), ...Object.entries(launch.env).map(([k, v]) => `${k}=${v}`), ...launch.flags].join(' ');
+    const flags = [
+      ...(launch.bundle ? [`BUNDLE=${launch.bundle.replace(`${REPO_ROOT}/`, '')}`] : []),
+      ...Object.entries(launch.env).map(([k, v]) => (v.includes(' ') ? `${k}="${v}"` : `${k}=${v}`)),
+      ...launch.flags,
+    ].join(' ');
     const goal = what === 'agent' ? GOALS.agentMiB : GOALS.controllerMiB;
     figures[`${what}:${name}`] = { rss: m.rss, anon: m.anon, file: m.file, bare: b.rss, clientFloor: c.rss, heapUsed, heapTotal, flags };
     rows.push(
