@@ -42,4 +42,4 @@ ENV PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/nodejs/b
 WORKDIR /app
 USER 0:0
 EXPOSE 8080
-ENTRYPOINT ["/nodejs/bin/node", "/app/node-disks-agent.mjs"]
+ENTRYPOINT ["/nodejs/bin/node", "--optimize-for-size", "/app/node-disks-agent.mjs"]

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from '../lib/runtime/prom-client.ts';
 import { registerProcessMetrics } from '../lib/runtime/process-metrics.ts';
 
 export function agentMetrics() {

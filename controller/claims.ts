@@ -12,7 +12,7 @@
 //   Retain.
 // - Events on the claim as the PV binder's on a PVC: Bound, FailedBinding (the Pending line, each time it
 //   changes, so no more often than the status is written), Lost, Released or Retained.
-import type { Histogram } from 'prom-client';
+import type { Histogram } from '../lib/runtime/prom-client.ts';
 import type { NodeDiskClaimClient } from '../api/claim-client.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import { API_VERSION, CLAIM_FINALIZER, CLAIM_KIND, FIELD_MANAGER, KIND } from '../api/constants.ts';

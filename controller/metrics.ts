@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from '../lib/runtime/prom-client.ts';
 import { CLAIM_PHASES, type NodeDiskClaim } from '../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { CONDITION } from '../api/constants.ts';

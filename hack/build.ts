@@ -33,8 +33,8 @@ const builtinsAsValues: Plugin = {
 const programs = [
   // The plugin's launcher enables the compile cache, then imports its main chunk: hence splitting.
   { entry: 'plugin/launch.ts', dir: 'dist/plugin', name: 'kubectl-nodedisks', splitting: true, plugins: [builtinsAsValues] },
-  { entry: 'agent/main.ts', dir: 'dist/agent', name: 'node-disks-agent', splitting: false, plugins: [] },
-  { entry: 'controller/main.ts', dir: 'dist/controller', name: 'node-disks-operator', splitting: false, plugins: [] },
+  { entry: 'agent/main.ts', dir: 'dist/agent', name: 'node-disks-agent', splitting: false, plugins: [builtinsAsValues] },
+  { entry: 'controller/main.ts', dir: 'dist/controller', name: 'node-disks-operator', splitting: false, plugins: [builtinsAsValues] },
 ];
 
 for (const p of programs) {

@@ -48,8 +48,10 @@ export const IMAGES: readonly ImageSpec[] = [
     user: '0:0',
     baseTag: 'latest',
     port: 8080,
-    // The agent's V8 flags are in the DaemonSet's NODE_OPTIONS, where an operator can tune them (ADR 24).
-    nodeFlags: [],
+    // The agent's V8 flags are in the DaemonSet's NODE_OPTIONS, where an operator can tune them (ADR 24),
+    // but for this one, which NODE_OPTIONS refuses: a heap that grows less and gives back sooner, for a
+    // process that does little work (docs/adr/0006-agent-design.md, docs/benchmarks.md).
+    nodeFlags: ['--optimize-for-size'],
     why:
       'The agent runs as UID 0 with no capabilities (see kustomize/agent/daemonset.yaml): it must write\n' +
       "marker files in the host's root-owned disk dir (/var/lib/node-disks-manager/disks, 0755 root).",

@@ -5,7 +5,7 @@
 // nodejs_active_resources_total, a gauge named like a counter that promlint rejects (docs/adr/0026).
 import { readdirSync, readFileSync } from 'node:fs';
 import { getHeapSpaceStatistics } from 'node:v8';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from './prom-client.ts';
 
 const read = (file: string): string | undefined => {
   try {

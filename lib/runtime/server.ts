@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import type { Registry } from 'prom-client';
+import type { Registry } from './prom-client.ts';
 
 /** undefined when fine, otherwise why not. */
 export type Probe = () => string | undefined;

@@ -22,3 +22,7 @@ test('every image of the spec is a Dockerfile target with its user and entrypoin
 test('the controller image starts node with half the memory limit as heap (docs/adr/0023)', (t) => {
   t.deepEqual(IMAGES.find((i) => i.target === 'operator')?.nodeFlags, ['--max-old-space-size-percentage=50']);
 });
+
+test('the agent image starts node optimizing for size, the one V8 flag NODE_OPTIONS refuses (docs/adr/0006)', (t) => {
+  t.deepEqual(IMAGES.find((i) => i.target === 'agent')?.nodeFlags, ['--optimize-for-size']);
+});
