@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, View } from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
-import { type BenchRecord, readRecords } from '../../bench/lib/results.ts';
+import { type BenchRecord, RESULTS_DIR, readRecordsIn } from '../lib/bench-records.ts';
 import type { GeneratedFile } from '../lib/generated-files.ts';
 import { REPO_ROOT } from '../lib/paths.ts';
 
@@ -279,7 +279,7 @@ export function readSeedReference(): SeedReference {
 }
 
 /** Every plot's file, from the records in `dir` (the committed bench/results by default). */
-export async function plotFiles(dir = join(REPO_ROOT, 'bench/results'), seed = readSeedReference()): Promise<GeneratedFile[]> {
-  const records: Records = (bench) => readRecords(bench, dir);
+export async function plotFiles(dir = join(REPO_ROOT, RESULTS_DIR), seed = readSeedReference()): Promise<GeneratedFile[]> {
+  const records: Records = (bench) => readRecordsIn(dir, bench);
   return Promise.all(PLOTS.map(async (p) => ({ path: p.file, content: await renderVegaLite(plotSpec(p, records, seed)) })));
 }
