@@ -60,7 +60,7 @@ function constraints(s: SchemaProps): string[] {
   if (s.default !== undefined) out.push(`default ${code(JSON.stringify(s.default))}`);
   if (s.format) out.push(`format ${code(s.format)}`);
   if (s.pattern) out.push(`pattern ${code(s.pattern)}`);
-  if (s.minLength !== undefined) out.push(`at least ${s.minLength} characters`);
+  if (s.minLength !== undefined) out.push(`at least ${s.minLength} character${s.minLength === 1 ? '' : 's'}`);
   if (s.maxLength !== undefined) out.push(`at most ${s.maxLength} characters`);
   if (s.minimum !== undefined) out.push(`minimum ${s.minimum}`);
   if (s.maxItems !== undefined) out.push(`at most ${s.maxItems} items`);
@@ -80,7 +80,7 @@ function constraints(s: SchemaProps): string[] {
 function fieldTable(root: SchemaProps): string {
   return table(
     ['field', 'type', 'required', 'description', 'values and rules'],
-    [{ path: '', schema: root, required: true }, ...fields(root)].map((f) => [
+    [{ path: '', schema: root, required: false }, ...fields(root)].map((f) => [
       f.path ? code(f.path) : 'the object',
       code(`<${'name' in f ? explainType(f.path, f.schema) : 'Object'}>`),
       f.required ? 'yes' : '',
@@ -107,7 +107,9 @@ function versionSection(crd: CustomResourceDefinition, v: CustomResourceDefiniti
       ['column', 'type', 'JSONPath', 'priority'],
       v.additionalPrinterColumns.map((c) => [c.name.toUpperCase(), c.type, code(c.jsonPath), String(c.priority ?? 0)]),
     ),
-    ...(v.selectableFields?.length ? [`**Field selectors** (\`--field-selector\`): ${v.selectableFields.map((f) => code(f.jsonPath.replace(/^\./, ''))).join(', ')}, and ${code('metadata.name')}.`] : []),
+    ...(v.selectableFields?.length
+      ? [`**Field selectors** (\`--field-selector\`): ${v.selectableFields.map((f) => code(f.jsonPath.replace(/^\./, ''))).join(', ')}, and ${code('metadata.name')}.`]
+      : []),
   ].join('\n\n');
 }
 

@@ -76,22 +76,38 @@ const reservationPlot: Plot = {
     const floor = latestBy(records('reservation-floor'), (r) => num(r.params.disks));
     if (flow.length + floor.length === 0) return undefined;
     const rows: Row[] = [
-      ...flow.map((r) => ({ who: `ours, kubectl label, ${r.params.disks} disks (flow)`, kind: 'measured here', p50: num(obj(r.figures.labelToMarkerMs).p50), p95: num(obj(r.figures.labelToMarkerMs).p95) })),
+      ...flow.map((r) => ({
+        who: `ours, kubectl label, ${r.params.disks} disks (flow)`,
+        kind: 'measured here',
+        p50: num(obj(r.figures.labelToMarkerMs).p50),
+        p95: num(obj(r.figures.labelToMarkerMs).p95),
+      })),
       ...floor.map((r) => ({ who: `ours, label PATCH, ${r.params.disks} disks (floor)`, kind: 'measured here', p50: num(obj(r.figures.chainMs).p50), p95: num(obj(r.figures.chainMs).p95) })),
       { who: `seed's Go, ${seed.reservationLatency.disks} disks (reference)`, kind: 'reference, not measured here', p50: seed.reservationLatency.p50Ms, p95: Number.NaN },
     ].map((r) => ({ ...r, from: 1, text: `p50 ${fmtMs(r.p50)}${Number.isNaN(r.p95) ? '' : `, p95 ${fmtMs(r.p95)}`}` }));
     const y = { field: 'who', type: 'nominal', sort: null, title: null, axis: { labelLimit: 300 } } as const;
-    const x = { type: 'quantitative', scale: { type: 'log', domain: [1, 100_000] }, axis: { values: [1, 10, 100, 1000, 10_000, 100_000] }, title: 'milliseconds (log scale); dot p50, tick p95' } as const;
+    const x = {
+      type: 'quantitative',
+      scale: { type: 'log', domain: [1, 100_000] },
+      axis: { values: [1, 10, 100, 1000, 10_000, 100_000] },
+      title: 'milliseconds (log scale); dot p50, tick p95',
+    } as const;
     return {
       drawn: [...flow, ...floor],
-      notes: [`seed: ${seed.reservationLatency.note}; a reference value from ${SEED_REFERENCE} (${seed.cite}, ${seed.date}), not measured here`, 'flow: kubectl label → marker file, kubectl\'s own run included; floor: our client\'s label PATCH → marker file'],
+      notes: [
+        `seed: ${seed.reservationLatency.note}; a reference value from ${SEED_REFERENCE} (${seed.cite}, ${seed.date}), not measured here`,
+        "flow: kubectl label → marker file, kubectl's own run included; floor: our client's label PATCH → marker file",
+      ],
       chart: {
         width: 520,
         height: { step: 34 },
         data: { values: rows },
         layer: [
           { mark: { type: 'rule', color: '#bbbbbb' }, encoding: { y, x: { ...x, field: 'from' }, x2: { field: 'p50' } } },
-          { mark: { type: 'point', filled: true, size: 90 }, encoding: { y, x: { ...x, field: 'p50' }, color: { field: 'kind', type: 'nominal', title: null, legend: { orient: 'bottom', labelLimit: 300 } } } },
+          {
+            mark: { type: 'point', filled: true, size: 90 },
+            encoding: { y, x: { ...x, field: 'p50' }, color: { field: 'kind', type: 'nominal', title: null, legend: { orient: 'bottom', labelLimit: 300 } } },
+          },
           { transform: [{ filter: 'isValid(datum.p95) && isFinite(datum.p95)' }], mark: { type: 'tick', thickness: 2, color: '#333333' }, encoding: { y, x: { ...x, field: 'p95' } } },
           { mark: { type: 'text', align: 'left', dx: 8, dy: -10, fontSize: 10 }, encoding: { y, x: { ...x, field: 'p50' }, text: { field: 'text' } } },
         ],
@@ -138,7 +154,11 @@ const floorPlot: Plot = {
           height: 220,
           layer: [
             { mark: 'bar', encoding: { x, y: { field: 'p50', type: 'quantitative', title: yTitle }, color: { field: 'what', type: 'nominal', sort: null, legend: null } } },
-            { transform: [{ filter: 'isValid(datum.p95) && isFinite(datum.p95)' }], mark: { type: 'tick', thickness: 2, color: '#333333' }, encoding: { x, y: { field: 'p95', type: 'quantitative' } } },
+            {
+              transform: [{ filter: 'isValid(datum.p95) && isFinite(datum.p95)' }],
+              mark: { type: 'tick', thickness: 2, color: '#333333' },
+              encoding: { x, y: { field: 'p95', type: 'quantitative' } },
+            },
             { mark: { type: 'text', dy: -8, fontSize: 10 }, encoding: { x, y: { field: 'p50', type: 'quantitative' }, text: { field: 'note' } } },
           ],
         },
@@ -186,7 +206,7 @@ const controllerPlot: Plot = {
           encoding: {
             x: { field: 'nodeDisks', type: 'quantitative', title: 'NodeDisks', scale: { zero: true } },
             y: { field: 'value', type: 'quantitative', title: null, scale: { zero: true } },
-            color: { field: 'phase', type: 'nominal', title: null, legend: { orient: 'bottom', labelLimit: 400 } },
+            color: { field: 'phase', type: 'nominal', sort: null, title: null, legend: { orient: 'bottom', labelLimit: 400 } },
           },
         },
       },
@@ -212,7 +232,10 @@ const pluginPlot: Plot = {
     const rows: Row[] = [...bySize.entries()]
       .sort(([a], [b]) => a - b)
       .flatMap(([nodeDisks, { row }]) => {
-        const commands: [string, Record<string, unknown>][] = [['kubectl get nodedisks', obj(row.kubectlGet)], ...Object.entries(obj(row.plugins)).map(([name, s]): [string, Record<string, unknown>] => [`kubectl nodedisks list (${name})`, obj(s)])];
+        const commands: [string, Record<string, unknown>][] = [
+          ['kubectl get nodedisks', obj(row.kubectlGet)],
+          ...Object.entries(obj(row.plugins)).map(([name, s]): [string, Record<string, unknown>] => [`kubectl nodedisks list (${name})`, obj(s)]),
+        ];
         return commands.flatMap(([command, s]) => [
           { nodeDisks, command, metric: PLUGIN_METRICS[0], value: num(s.wallMs) },
           { nodeDisks, command, metric: PLUGIN_METRICS[1], value: num(s.cpuMs) },
@@ -232,7 +255,7 @@ const pluginPlot: Plot = {
           encoding: {
             x: { field: 'nodeDisks', type: 'quantitative', title: 'NodeDisks (log scale)', scale: { type: 'log' }, axis: { values: [1, 10, 100, 1000, 10_000, 100_000] } },
             y: { field: 'value', type: 'quantitative', title: null, scale: { type: 'log' }, axis: { tickCount: 4 } },
-            color: { field: 'command', type: 'nominal', title: null, legend: { orient: 'bottom', labelLimit: 400 } },
+            color: { field: 'command', type: 'nominal', sort: null, title: null, legend: { orient: 'bottom', labelLimit: 400 } },
           },
         },
       },

@@ -21,14 +21,14 @@ const EXIT_CAUSES: Record<keyof typeof EXIT, string> = {
     'No such NodeDisk or NodeDiskClaim (404), no NodeDisk matching the selection, the NodeDisk API not installed in the cluster, a claim deleted while waiting for it to bind; `list NAME` of a missing disk.',
   forbidden: 'The API server did not accept the credentials (401) or RBAC refused the request (403); the message names the ClusterRole to ask for.',
   conflict:
-    "A reservation held by someone else (without `--force`), fields owned by another field manager (a GitOps controller: change them in git), or an object someone else changed while the command ran (run it again).",
+    'A reservation held by someone else (without `--force`), fields owned by another field manager (a GitOps controller: change them in git), or an object someone else changed while the command ran (run it again).',
   timeout: '`wait` or `claim --wait` ran out of `--timeout`, or a request ran out of `--request-timeout`.',
   unreachable: 'No answer from the API server (connection refused, DNS, TLS, proxy); the message says what to check.',
 };
 
 /** The short word per code from the root help's "Exit codes:" line, so the page says what `--help` says. */
 function exitWords(): Map<number, string> {
-  const line = /Exit codes: ([^]*?)\.\n/.exec(rootHelp())?.[1]?.replace(/\n/g, ' ');
+  const line = /Exit codes: ([\s\S]*?)\.\n/.exec(rootHelp())?.[1]?.replace(/\n/g, ' ');
   if (!line) throw new Error('plugin/cli.ts rootHelp() has no "Exit codes: …." line; the reference reads the codes from it');
   const words = new Map<number, string>();
   for (const part of line.split(/,\s*/)) {

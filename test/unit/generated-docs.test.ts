@@ -113,7 +113,13 @@ test('staleFiles names missing and changed files, not current ones', (t) => {
   const root = mkdtempSync(join(tmpdir(), 'generated-'));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   mkdirSync(join(root, 'a'));
-  writeFiles([{ path: 'a/current.md', content: 'same\n' }, { path: 'a/changed.md', content: 'old\n' }], root);
+  writeFiles(
+    [
+      { path: 'a/current.md', content: 'same\n' },
+      { path: 'a/changed.md', content: 'old\n' },
+    ],
+    root,
+  );
   const want = [
     { path: 'a/current.md', content: 'same\n' },
     { path: 'a/changed.md', content: 'new\n' },
