@@ -167,7 +167,7 @@ const floorPlot: Plot = {
   },
 };
 
-const CONTROLLER_METRICS = ['time to reconcile every NodeDisk (s)', 'kube-apiserver CPU during it (s)', 'controller RSS, peak (MiB)', 'controller RSS, idle after (MiB)'];
+const CONTROLLER_METRICS = ['time to reconcile every NodeDisk (s)', 'kube-apiserver CPU during it (s)', 'controller RSS, peak (MiB)', 'controller RSS, idle after (MiB)'] as const;
 
 /** The controller's first start and restarts against the NodeDisk count: time, the API server's CPU, its memory. */
 const controllerPlot: Plot = {
@@ -214,7 +214,7 @@ const controllerPlot: Plot = {
   },
 };
 
-const PLUGIN_METRICS = ['wall time (ms)', 'CPU time, user + sys (ms)', 'peak RSS (MiB)'];
+const PLUGIN_METRICS = ['wall time (ms)', 'CPU time, user + sys (ms)', 'peak RSS (MiB)'] as const;
 
 /** `kubectl nodedisks list` against `kubectl get nodedisks` by size: wall time, CPU, peak RSS. */
 const pluginPlot: Plot = {
