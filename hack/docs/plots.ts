@@ -244,6 +244,7 @@ const pluginPlot: Plot = {
       });
     return {
       drawn: [...new Set([...bySize.values()].map((v) => v.record))],
+      notes: ["both through the control plane's kubectl, output to /dev/null; CPU and RSS (GNU time) of kubectl and, for the plugin, of what it execs"],
       chart: {
         data: { values: rows },
         facet: { column: { field: 'metric', type: 'nominal', sort: PLUGIN_METRICS, title: null, header: { labelFontSize: 12, labelFontWeight: 'bold' } } },
