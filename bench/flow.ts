@@ -13,6 +13,7 @@ import { RestClient } from '../lib/kube/rest.ts';
 import { ControlPlane } from '../hack/controlplane/controlplane.ts';
 import { seedDisks, startAgent, startController, type Program } from '../hack/lib/programs.ts';
 import { eventually } from '../hack/lib/wait.ts';
+import { startRecord } from './lib/results.ts';
 
 const DISKS = Number(process.env.DISKS ?? 300);
 const SAMPLES = Number(process.env.SAMPLES ?? 20);
@@ -39,6 +40,7 @@ async function metric(p: Program, line: RegExp): Promise<number> {
 
 const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
 
+const record = startRecord('flow', { disks: DISKS, samples: SAMPLES, steadySeconds: STEADY_SECONDS, rescan: RESCAN });
 const cp = await ControlPlane.start();
 const work = await mkdtemp(join(tmpdir(), 'nodedisks-bench-'));
 const programs: Program[] = [];
@@ -100,7 +102,20 @@ try {
     `label → marker on disk (kubectl label included): p50 ${pct(latencies, 0.5).toFixed(0)} ms, p95 ${pct(latencies, 0.95).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms over ${SAMPLES}`,
   );
   console.log(`steady state: ${changed} NodeDisks written in ${STEADY_SECONDS} s with a ${RESCAN} rescan (liveness: one heartbeat Lease per node, ADR 24)`);
-  console.log(`memory (RSS): agent ${rssMiB(agent).toFixed(0)} MiB, controller ${rssMiB(programs[0]!).toFixed(0)} MiB`);
+  const rss = { agent: rssMiB(agent), controller: rssMiB(programs[0]!) };
+  console.log(`memory (RSS): agent ${rss.agent.toFixed(0)} MiB, controller ${rss.controller.toFixed(0)} MiB`);
+  const stats = (xs: number[]) => ({ p50: pct(xs, 0.5), p95: pct(xs, 0.95), max: Math.max(...xs), samples: xs.length });
+  record.save({
+    kubernetes: cp.binaries.kubernetesVersion,
+    discoverySeconds,
+    controllerStatusWrites,
+    newFileToCreatedMs: stats(toCreated),
+    newFileToAvailableMs: stats(toAvailable),
+    // kubectl label's own run included: what a person typing it waits for.
+    labelToMarkerMs: stats(latencies),
+    steadyWrites: changed,
+    rssMiB: rss,
+  });
 } finally {
   await Promise.all(programs.map((p) => p.stop()));
   await cp.stop();

@@ -22,6 +22,7 @@ import { RestClient } from '../lib/kube/rest.ts';
 import { ControlPlane } from '../hack/controlplane/controlplane.ts';
 import { REPO_ROOT } from '../hack/lib/paths.ts';
 import { populateReported } from './lib/fleet.ts';
+import { startRecord } from './lib/results.ts';
 
 // SCALE_N may list several sizes (10000,50000): one population grows through all of them.
 const SIZES = [...new Set([9, 300, ...(process.env.SCALE_N ?? '1000').split(',').map(Number)])].sort((a, b) => a - b);
@@ -82,6 +83,7 @@ const summary = (s: Sample[]) => ({
   cpuMean: s.reduce((n, x) => n + x.cpuMs, 0) / s.length,
 });
 
+const record = startRecord('scale-plugin', { sizes: SIZES.join(','), runs: RUNS, nodes: NODES, plugins: PLUGINS.map((p) => p.name).join(',') });
 const cp = await ControlPlane.start();
 try {
   const kubectl = cp.binaries.kubectl;
@@ -97,6 +99,7 @@ try {
   console.log(`| NodeDisks | kubectl get: wall (p90) | CPU (p90; mean) | RSS | ${head} | load |`);
   console.log(`| --- | --- | --- | --- | ${PLUGINS.map(() => '--- | --- | --- | ---').join(' | ')} | --- |`);
   let created = 0;
+  const rows: { nodeDisks: number; load: number; kubectlGet: ReturnType<typeof summary>; plugins: Record<string, ReturnType<typeof summary>> }[] = [];
   for (const size of SIZES) {
     const started = Date.now();
     await populateReported(client, created, size);
@@ -122,7 +125,9 @@ try {
       .map((p) => `${ms(p.wallMs)} (${ms(p.wallP90)}) | ${(p.wallMs / get!.wallMs).toFixed(2)} | ${ms(p.cpuMs)} (${ms(p.cpuP90)}; ${ms(p.cpuMean)}) | ${mib(p.rssMiB)}`)
       .join(' | ');
     console.log(`| ${size} | ${ms(get!.wallMs)} (${ms(get!.wallP90)}) | ${ms(get!.cpuMs)} (${ms(get!.cpuP90)}; ${ms(get!.cpuMean)}) | ${mib(get!.rssMiB)} | ${cells} | ${uptime()} |`);
+    rows.push({ nodeDisks: size, load: Number(uptime().split(' ')[0]), kubectlGet: get!, plugins: Object.fromEntries(plugins.map((p, i) => [PLUGINS[i]!.name, p])) });
   }
+  record.save({ kubernetes: cp.binaries.kubernetesVersion, sizes: rows });
 } finally {
   await cp.stop();
   rmSync(work, { recursive: true, force: true });

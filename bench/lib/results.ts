@@ -3,28 +3,17 @@
 // command printed, with the machine and the load it was measured under. Runs meant for the docs are
 // committed; `BENCH_RESULTS_DIR=<dir>` keeps a run out of the repository.
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { type BenchRecord, type Figures, RESULTS_DIR, readRecordsIn } from '../../hack/lib/bench-records.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 
-export type FigureValue = number | string | boolean | null | FigureValue[] | { [key: string]: FigureValue };
-export type Figures = { [key: string]: FigureValue };
-
-export interface BenchRecord {
-  bench: string;
-  at: string;
-  commit: string;
-  machine: { cpus: number; model: string; memGiB: number; node: string };
-  /** 1-minute load average before and after the run. */
-  load: { before: number; after: number };
-  params: Record<string, string | number | boolean>;
-  figures: Figures;
-}
+export type { BenchRecord, FigureValue, Figures } from '../../hack/lib/bench-records.ts';
 
 /** The directory records go to: `BENCH_RESULTS_DIR`, else bench/results in the checkout. */
 export function resultsDir(): string {
-  return process.env.BENCH_RESULTS_DIR || join(REPO_ROOT, 'bench/results');
+  return process.env.BENCH_RESULTS_DIR || join(REPO_ROOT, RESULTS_DIR);
 }
 
 function commit(): string {
@@ -60,14 +49,5 @@ export function startRecord(bench: string, params: BenchRecord['params']) {
 
 /** Every record of one benchmark, oldest first. */
 export function readRecords(bench: string, dir = resultsDir()): BenchRecord[] {
-  let text: string;
-  try {
-    text = readFileSync(join(dir, `${bench}.jsonl`), 'utf8');
-  } catch {
-    return [];
-  }
-  return text
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as BenchRecord);
+  return readRecordsIn(dir, bench);
 }

@@ -6,8 +6,6 @@
 //
 // Every query reads the controller's and the agents' own metrics (controller/metrics.ts, agent/metrics.ts)
 // as the ServiceMonitor and the PodMonitor scrape them: the agents' series carry the pod's `node`.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { BigValueGraphMode, LegendDisplayMode, LegendPlacement, StackingConfigBuilder, StackingMode, VizLegendOptionsBuilder } from '@grafana/grafana-foundation-sdk/common';
 import {
   type Dashboard,
@@ -24,7 +22,7 @@ import {
 import { DataqueryBuilder } from '@grafana/grafana-foundation-sdk/prometheus';
 import { PanelBuilder as StatBuilder } from '@grafana/grafana-foundation-sdk/stat';
 import { PanelBuilder as TimeseriesBuilder } from '@grafana/grafana-foundation-sdk/timeseries';
-import { REPO_ROOT } from '../lib/paths.ts';
+import { writeOrCheck } from '../lib/generated-files.ts';
 
 export const DASHBOARD_FILE = 'kustomize/components/grafana-dashboard/nodedisks-dashboard.json';
 
@@ -211,20 +209,5 @@ export function dashboardJson(): string {
 }
 
 if (import.meta.main) {
-  const path = join(REPO_ROOT, DASHBOARD_FILE);
-  const want = dashboardJson();
-  if (process.argv.includes('--check')) {
-    let have = '';
-    try {
-      have = readFileSync(path, 'utf8');
-    } catch {
-      // missing: reported like any other difference
-    }
-    if (have !== want) {
-      console.error(`${DASHBOARD_FILE} out of date with hack/dashboards/nodedisks.ts; run: npm run generate`);
-      process.exit(1);
-    }
-  } else {
-    writeFileSync(path, want);
-  }
+  writeOrCheck([{ path: DASHBOARD_FILE, content: dashboardJson() }], 'hack/dashboards/nodedisks.ts');
 }

@@ -4,9 +4,10 @@
 // from hack/dashboards/). The chart's templates read them with .Files.Get and add only Helm's labels, the
 // keep annotation, the namespace and the disk dir (docs/adr/0031-helm-chart.md). `--check` exits non-zero
 // when a copy differs, naming the fix.
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { load } from 'js-yaml';
+import { staleFiles, writeFiles } from '../lib/generated-files.ts';
 import { REPO_ROOT } from '../lib/paths.ts';
 
 export const CHART_DIR = 'charts/node-disks-manager';
@@ -37,23 +38,9 @@ function header(source: string): string {
 
 if (import.meta.main) {
   const check = process.argv.includes('--check');
-  const stale: string[] = [];
-  for (const [copy, source] of Object.entries(CHART_FILES)) {
-    const want = header(source) + readFileSync(join(REPO_ROOT, source), 'utf8');
-    const path = join(REPO_ROOT, CHART_DIR, copy);
-    if (check) {
-      let have = '';
-      try {
-        have = readFileSync(path, 'utf8');
-      } catch {
-        // missing: reported below like any other difference
-      }
-      if (have !== want) stale.push(`${CHART_DIR}/${copy}`);
-    } else {
-      mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(path, want);
-    }
-  }
+  const copies = Object.entries(CHART_FILES).map(([copy, source]) => ({ path: `${CHART_DIR}/${copy}`, content: header(source) + readFileSync(join(REPO_ROOT, source), 'utf8') }));
+  const stale = check ? staleFiles(copies) : [];
+  if (!check) writeFiles(copies);
   // A copy whose source is gone from kustomize/ would still be installed by the chart.
   for (const dir of ['files/policies', 'files/rbac']) {
     for (const f of readdirSync(join(REPO_ROOT, CHART_DIR, dir))) {
