@@ -1,10 +1,11 @@
 // Agent configuration from flags and environment (a DaemonSet sets NODE_NAME from spec.nodeName).
-// Parsed as the controller's (lib/runtime/flags.ts): unknown flags are errors, exit 2.
+// Parsed with yargs as the controller's (lib/runtime/flags.ts): unknown flags are errors, exit 2.
+import yargs from 'yargs';
 import { DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE } from '../api/constants.ts';
 import { LEASE_PERIODS } from '../api/heartbeat-lease.ts';
 import { nodeNameProblem } from '../api/names.ts';
 import { parseDuration } from '../lib/runtime/duration.ts';
-import { daemonConfig, daemonFlags, parseFlags } from '../lib/runtime/flags.ts';
+import { daemonConfig, daemonFlags, stopIfHelp, strictFlags } from '../lib/runtime/flags.ts';
 import type { Level } from '../lib/runtime/log.ts';
 
 export interface AgentConfig {
@@ -22,28 +23,31 @@ export interface AgentConfig {
 }
 
 export function parseAgentConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {
-  const a = parseFlags(
-    argv,
-    {
-      'node-name': { type: 'string', default: env.NODE_NAME, defaultDescription: '$NODE_NAME', describe: 'Name of the Node this agent runs on' },
-      'disk-dir': { type: 'string', default: env.DISK_DIR ?? DEFAULT_DISK_DIR, describe: 'Directory with the *.img disk files, as this process sees it' },
-      'host-disk-dir': { type: 'string', default: env.HOST_DISK_DIR, defaultDescription: '--disk-dir', describe: 'The same directory as a host path, written to spec.path' },
-      ...daemonFlags(env),
-      heartbeat: {
-        type: 'string',
-        default: env.HEARTBEAT ?? '60s',
-        describe: `Renew this node's heartbeat Lease this often; it lasts ${LEASE_PERIODS} times as long (status is written only when it changes)`,
-      },
-      'lease-namespace': {
-        type: 'string',
-        default: env.POD_NAMESPACE ?? DEFAULT_SYSTEM_NAMESPACE,
-        defaultDescription: `$POD_NAMESPACE or ${DEFAULT_SYSTEM_NAMESPACE}`,
-        describe: 'Namespace of the heartbeat Lease (the system namespace)',
-      },
-      'rescan-interval': { type: 'string', default: env.RESCAN_INTERVAL ?? '60s', describe: 'Full rescan of the disk dir, a safety net for missed file-system events' },
-    },
-    { program: 'node-disks-agent', about: 'Discovers disk image files on this node, reports them as NodeDisks and keeps reservation markers in step.' },
-  );
+  const parser = daemonFlags(
+    yargs(argv)
+      .scriptName('node-disks-agent')
+      .usage('$0 [flags]\n\nDiscovers disk image files on this node, reports them as NodeDisks and keeps reservation markers in step.')
+      .option('node-name', { type: 'string', default: env.NODE_NAME, defaultDescription: '$NODE_NAME', describe: 'Name of the Node this agent runs on' })
+      .option('disk-dir', { type: 'string', default: env.DISK_DIR ?? DEFAULT_DISK_DIR, describe: 'Directory with the *.img disk files, as this process sees it' })
+      .option('host-disk-dir', { type: 'string', default: env.HOST_DISK_DIR, defaultDescription: '--disk-dir', describe: 'The same directory as a host path, written to spec.path' }),
+    env,
+  )
+    .option('heartbeat', {
+      type: 'string',
+      default: env.HEARTBEAT ?? '60s',
+      describe: `Renew this node's heartbeat Lease this often; it lasts ${LEASE_PERIODS} times as long (status is written only when it changes)`,
+    })
+    .option('lease-namespace', {
+      type: 'string',
+      default: env.POD_NAMESPACE ?? DEFAULT_SYSTEM_NAMESPACE,
+      defaultDescription: `$POD_NAMESPACE or ${DEFAULT_SYSTEM_NAMESPACE}`,
+      describe: 'Namespace of the heartbeat Lease (the system namespace)',
+    })
+    .option('rescan-interval', { type: 'string', default: env.RESCAN_INTERVAL ?? '60s', describe: 'Full rescan of the disk dir, a safety net for missed file-system events' })
+    // A flag given with no value is a mistake, not an empty value to default from.
+    .requiresArg(['node-name', 'disk-dir', 'host-disk-dir', 'kubeconfig', 'http-address', 'heartbeat', 'lease-namespace', 'rescan-interval', 'log-level']);
+  const a = strictFlags(parser).parseSync();
+  stopIfHelp(a);
 
   const nodeName = a['node-name'];
   if (!nodeName) throw new Error('NODE_NAME is required: set it from the pod (fieldRef spec.nodeName) or pass --node-name');
