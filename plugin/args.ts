@@ -1,6 +1,6 @@
 // Command-line parsing for the plugin, on node:util's parseArgs, with kubectl-style help.
 //
-// Not yargs: loading yargs costs more of every plugin run than the API call
+// Not yargs (which the daemons use): loading yargs costs more of every plugin run than the API call
 // itself, and a kubectl plugin is judged by how fast it answers (ADR 9).
 import { parseArgs } from 'node:util';
 import { usageError } from './errors.ts';
