@@ -21,8 +21,8 @@ const indent = (text: string) =>
     .join('\n');
 
 function report(file: string, step: Step, what: string, actual: string): string {
-  const shown = step.expected === undefined ? '' : `\n  shown in the docs:\n${indent(step.expected.join('\n'))}`;
-  return `${file}:${step.line}: ${what}\n  command:\n${indent(step.command)}${shown}\n  printed:\n${indent(actual.replace(/\n$/, ''))}`;
+  const shown = step.expected === undefined ? '' : `\n  shown in the docs:\n${indent(step.expected.length > 0 ? step.expected.join('\n') : '(no output)')}`;
+  return `${file}:${step.line}: ${what}\n  command:\n${indent(step.command)}${shown}\n  printed:\n${indent(actual.replace(/\n$/, '') || '(no output)')}`;
 }
 
 /** Runs `blocks` (one file's, in order) in one bash session in `cwd` with `env`; never rejects. */
