@@ -73,8 +73,7 @@ export function findShellBlocks(text: string, file: string): ShellBlock[] {
 
 /** What is wrong with a block's marker, with the fix, or undefined when it has a known one. */
 export function markerProblem(b: ShellBlock): string | undefined {
-  const fix =
-    'put one of <!-- docs-test: demo -->, <!-- docs-test: cluster --> or <!-- docs-test: skip: <why it cannot run here> --> on the line just before the fence';
+  const fix = 'put one of <!-- docs-test: demo -->, <!-- docs-test: cluster --> or <!-- docs-test: skip: <why it cannot run here> --> on the line just before the fence';
   if (b.badMarker !== undefined) return `${b.file}:${b.line}: unknown marker ${b.badMarker} (a skip needs its reason after "skip:"); ${fix}`;
   if (!b.marker) return `${b.file}:${b.line}: a \`\`\`${b.info} block with no docs-test marker; ${fix}`;
   return undefined;

@@ -36,11 +36,8 @@ export async function runDocBlocks(file: string, blocks: ShellBlock[], o: { cwd:
   const path = join(dir, 'session.sh');
   writeFileSync(path, `${script}\n`);
   const { code, output } = await new Promise<{ code: number | string; output: string }>((resolve) => {
-    execFile(
-      'bash',
-      ['--noprofile', '--norc', '-euo', 'pipefail', path],
-      { cwd: o.cwd, env: o.env, timeout: o.timeoutMs, maxBuffer: 64 * 1024 * 1024 },
-      (err, stdout, stderr) => resolve({ code: err ? (err.killed ? `killed after ${o.timeoutMs} ms` : (err.code ?? 'unknown')) : 0, output: stdout + stderr }),
+    execFile('bash', ['--noprofile', '--norc', '-euo', 'pipefail', path], { cwd: o.cwd, env: o.env, timeout: o.timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
+      resolve({ code: err ? (err.killed ? `killed after ${o.timeoutMs} ms` : (err.code ?? 'unknown')) : 0, output: stdout + stderr }),
     );
   });
   rmSync(dir, { recursive: true, force: true });

@@ -3,7 +3,7 @@
 // file order in one bash session, from a directory that stands for the repository root, with kubectl and
 // Node 24 on PATH as a reader has them. A command that fails, or prints other than the docs show, fails the
 // file's test with file:line, the command, what was shown and what it printed.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import test from 'ava';
@@ -12,6 +12,7 @@ import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { allShellBlocks, type ShellBlock } from '../harness/docs-blocks.ts';
 import { type Demo, demoUp, startDemo, stopDemo } from '../harness/demo.ts';
 import { repoView, runDocBlocks } from '../harness/docs-run.ts';
+import { PLUGIN_BIN } from '../harness/exec.ts';
 
 const FILE_TIMEOUT = 5 * 60_000;
 const byFile = new Map<string, ShellBlock[]>();
@@ -25,6 +26,8 @@ let env: NodeJS.ProcessEnv = {};
 
 test.before(async (t) => {
   t.timeout(FILE_TIMEOUT);
+  // The docs put dist/bin on PATH for the plugin, as `npm test` leaves it after its build.
+  if (!existsSync(PLUGIN_BIN)) throw new Error(`${PLUGIN_BIN} is missing: run npm run build first (npm test does)`);
   const kubectl = (await ensureBinaries()).kubectl;
   demo = startDemo(work);
   await demoUp(demo);
@@ -51,7 +54,7 @@ for (const [file, blocks] of byFile) {
     t.timeout(FILE_TIMEOUT);
     const run = await runDocBlocks(file, blocks, { cwd: view.dir, env, timeoutMs: FILE_TIMEOUT - 10_000 });
     t.log(`${run.steps} step(s)`);
-    if (run.failures.length > 0) t.fail(`\n${run.failures.join('\n\n')}\n\nthe demo's output:\n${demo?.output() ?? ''}`);
+    if (run.failures.length > 0) t.fail(`\n${run.failures.join('\n\n')}\n\nthe demo's output (its programs' logs are in its logs/):\n${(demo?.output() ?? '').slice(-4000)}`);
     else t.pass();
   });
 }
