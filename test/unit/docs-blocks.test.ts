@@ -1,9 +1,10 @@
 // Every shell block in README.md and docs/ says how it is kept true: run against the demo (npm test), run
 // on the local cluster (npm run test:e2e), or skipped with the reason. And the parser and normaliser that
-// the docs tests compare with, on the cases the docs use.
+// the docs tests compare with, on the cases the docs use, and the bash session that runs them.
 import test from 'ava';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { allShellBlocks, findShellBlocks, markerProblem, normaliseLine, outputMatches, parseSteps } from '../harness/docs-blocks.ts';
+import { runDocBlocks } from '../harness/docs-run.ts';
 
 test('every shell block in README.md and docs/ carries a known docs-test marker', (t) => {
   const blocks = allShellBlocks(REPO_ROOT);
@@ -130,4 +131,42 @@ test('output matches the shown lines after normalising, with ... for any lines',
   t.false(outputMatches(['a', '...', 'd'], 'a\nb\nc\n'));
   t.true(outputMatches([], ''));
   t.false(outputMatches([], 'something\n'), 'a command shown with no output must print none');
+});
+
+test('one bash session per file: variables carry from block to block, a mismatch names file:line with both outputs, a failing command stops the file', async (t) => {
+  const blocks = findShellBlocks(
+    md(
+      '<!-- docs-test: demo -->',
+      '```console',
+      '$ X=hello',
+      '$ echo "$X   world 5s"',
+      'hello world 3m',
+      '```',
+      '<!-- docs-test: demo -->',
+      '```sh',
+      'echo "$X" > /dev/null',
+      '```',
+      '<!-- docs-test: demo -->',
+      '```console',
+      '$ echo other',
+      'shown',
+      '$ false',
+      '$ echo never',
+      'never',
+      '```',
+    ),
+    'docs/x.md',
+  );
+  const run = await runDocBlocks('docs/x.md', blocks, { cwd: REPO_ROOT, env: { PATH: process.env.PATH }, timeoutMs: 30_000 });
+  t.is(run.steps, 6);
+  t.is(run.failures.length, 2, run.failures.join('\n'));
+  t.is(run.failures[0], 'docs/x.md:13: printed something else than the docs show\n  command:\n    echo other\n  shown in the docs:\n    shown\n  printed:\n    other');
+  t.regex(run.failures[1]!, /^docs\/x\.md:15: the session stopped here \(exit 1\)\n {2}command:\n {4}false\n/);
+});
+
+test('an unset variable stops the session too (bash -u), as the convention says', async (t) => {
+  const blocks = findShellBlocks(md('<!-- docs-test: demo -->', '```sh', 'echo "$NOT_SET_ANYWHERE"', '```'), 'x.md');
+  const run = await runDocBlocks('x.md', blocks, { cwd: REPO_ROOT, env: { PATH: process.env.PATH }, timeoutMs: 30_000 });
+  t.is(run.failures.length, 1);
+  t.regex(run.failures[0]!, /NOT_SET_ANYWHERE: unbound variable/);
 });
