@@ -1,7 +1,7 @@
 // `npm start` (hack/demo.ts) run for real, in a temp dir: a second start while one runs must say so
 // and touch nothing; a lock left by a demo that crashed does not block the next start; the team it sets
 // up claims a disk with namespaced rights only, through the real kubectl and the built plugin.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,35 +10,18 @@ import test from 'ava';
 import { REPO_ROOT, runKubectl } from '../../hack/controlplane/controlplane.ts';
 import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { eventually } from '../../hack/lib/wait.ts';
+import { type Demo, demoUp, startDemo as startDemoIn, stopDemo } from '../harness/demo.ts';
 import { execResult } from '../harness/exec.ts';
 
-const DEMO = join(REPO_ROOT, 'hack', 'demo.ts');
 const base = mkdtempSync(join(tmpdir(), 'nodedisks-demo-'));
 const work = join(base, 'dev');
 const BIN = join(REPO_ROOT, 'dist', 'bin');
 // Each test starts a whole demo; on a loaded machine that outlasts ava's default timeout.
 const DEMO_TEST_TIMEOUT = 5 * 60_000;
 
-interface Demo {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-function startDemo(): Demo {
-  let output = '';
-  const child = spawn(process.execPath, [DEMO], { env: { ...process.env, NODEDISKS_DEV_DIR: work }, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout.on('data', (d: Buffer) => void (output += d.toString()));
-  child.stderr.on('data', (d: Buffer) => void (output += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
-}
-
+const startDemo = () => startDemoIn(work);
 const running: Demo[] = [];
-async function stop(d: Demo): Promise<number | null> {
-  d.child.kill('SIGINT');
-  return await d.exited;
-}
+const stop = stopDemo;
 
 test.after.always(async () => {
   for (const d of running) if (d.child.exitCode === null) await stop(d);
@@ -50,7 +33,7 @@ test.serial('a second npm start while a demo runs says so and touches nothing', 
   const kubectl = (await ensureBinaries()).kubectl;
   const first = startDemo();
   running.push(first);
-  await eventually('the first demo to be up', async () => first.output().includes('NodeDisks is running'), 180_000, 250);
+  await demoUp(first);
   const kubeconfig = join(work, 'kubeconfig');
   const before = readFileSync(kubeconfig, 'utf8');
 
@@ -87,7 +70,7 @@ test.serial('a lock left by a demo that crashed is cleaned up by the next start'
   writeFileSync(join(work, 'demo.pid'), `${gone.pid}\n`);
   const demo = startDemo();
   running.push(demo);
-  await eventually('the demo to be up', async () => demo.output().includes('NodeDisks is running'), 180_000, 250);
+  await demoUp(demo);
   t.regex(demo.output(), new RegExp(`removed a stale lock of pid ${gone.pid}`));
   t.is(readFileSync(join(work, 'demo.pid'), 'utf8').trim(), String(demo.child.pid));
   t.is(await stop(demo), 0);
@@ -98,7 +81,7 @@ test.serial('the team of the demo claims a disk in team-a with namespaced rights
   const bin = (await ensureBinaries()).kubectl;
   const demo = startDemo();
   running.push(demo);
-  await eventually('the demo to be up', async () => demo.output().includes('NodeDisks is running'), 180_000, 250);
+  await demoUp(demo);
   const kubeconfig = join(work, 'kubeconfig-team-a');
   t.true(existsSync(kubeconfig), `no ${kubeconfig}`);
   t.regex(demo.output(), new RegExp(`export KUBECONFIG=${kubeconfig.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\n`));

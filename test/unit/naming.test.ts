@@ -1,4 +1,4 @@
-// One name for each program, everywhere a cluster or a person sees it (the rule is in the README):
+// One name for each program, everywhere a cluster or a person sees it (the rule is in docs/design.md, Names):
 // cluster-visible names are node-disks-<role>, role `operator` for the controller program (source in
 // controller/) and `agent` for the node agent: Deployment/DaemonSet, ServiceAccount, ClusterRole(Binding),
 // Role(Binding), Lease, field manager, image, container, component label, bundle.
