@@ -31,6 +31,7 @@ import { populateReported } from './lib/fleet.ts';
 import { haveValgrind, instructions } from './lib/instructions.ts';
 import { bareNodePlugin, krewExecutable } from './lib/plugin-builds.ts';
 import { type Figures, startRecord } from './lib/results.ts';
+import { quantile, timingSummary } from './lib/samples.ts';
 
 const SIZES = (process.env.SIZES ?? '9,300').split(',').map(Number);
 const RUNS = Number(process.env.RUNS ?? 40);
@@ -65,22 +66,8 @@ function measure(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<S
   });
 }
 
-/** The q-quantile by nearest rank (0.5: the median, the upper one of an even count). */
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]!;
 const summary = (s: Sample[]) => ({
-  wallMs: quantile(
-    s.map((x) => x.wallMs),
-    0.5,
-  ),
-  wallP90: quantile(
-    s.map((x) => x.wallMs),
-    0.9,
-  ),
-  cpuMs: quantile(
-    s.map((x) => x.cpuMs),
-    0.5,
-  ),
-  cpuMean: s.reduce((n, x) => n + x.cpuMs, 0) / s.length,
+  ...timingSummary(s),
   runs: s.length,
 });
 type Summary = ReturnType<typeof summary>;

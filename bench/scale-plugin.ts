@@ -23,6 +23,7 @@ import { ControlPlane } from '../hack/controlplane/controlplane.ts';
 import { REPO_ROOT } from '../hack/lib/paths.ts';
 import { populateReported } from './lib/fleet.ts';
 import { startRecord } from './lib/results.ts';
+import { timingSummary } from './lib/samples.ts';
 
 // SCALE_N may list several sizes (10000,50000): one population grows through all of them.
 const SIZES = [...new Set([9, 300, ...(process.env.SCALE_N ?? '1000').split(',').map(Number)])].sort((a, b) => a - b);
@@ -59,28 +60,9 @@ function measure(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<S
   });
 }
 
-/** The q-quantile by nearest rank (0.5: the median, the upper one of an even count). */
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]!;
 const summary = (s: Sample[]) => ({
-  wallMs: quantile(
-    s.map((x) => x.wallMs),
-    0.5,
-  ),
-  wallP90: quantile(
-    s.map((x) => x.wallMs),
-    0.9,
-  ),
-  cpuMs: quantile(
-    s.map((x) => x.cpuMs),
-    0.5,
-  ),
-  cpuP90: quantile(
-    s.map((x) => x.cpuMs),
-    0.9,
-  ),
+  ...timingSummary(s),
   rssMiB: Math.max(...s.map((x) => x.rssMiB)),
-  // The mean of values in 10 ms steps resolves differences the median of them cannot.
-  cpuMean: s.reduce((n, x) => n + x.cpuMs, 0) / s.length,
 });
 
 const record = startRecord('scale-plugin', { sizes: SIZES.join(','), runs: RUNS, nodes: NODES, plugins: PLUGINS.map((p) => p.name).join(',') });

@@ -76,6 +76,14 @@ export function nodeControl(env: NodeJS.ProcessEnv, node: string, action: 'stop'
   return sh(process.execPath, [NODE, node, action], { env, timeoutMs: 600_000 });
 }
 
+/** Ctrl-C to a test's cluster: it must exit 0, say it tore everything down, and leave the host as found. */
+export async function interruptAndCheckTornDown(t: ExecutionContext, run: Run, before: Record<string, string>): Promise<void> {
+  run.child.kill('SIGINT');
+  t.is(await run.exited, 0);
+  t.regex(run.output(), TORN_DOWN);
+  await assertNothingLeft(t, before);
+}
+
 export async function assertNothingLeft(t: ExecutionContext, before: Record<string, string>): Promise<void> {
   t.deepEqual(await leftovers(before), []);
   t.deepEqual(await readSysctls(), before);

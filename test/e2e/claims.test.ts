@@ -13,7 +13,7 @@ import { load } from 'js-yaml';
 import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { readSysctls } from '../../hack/cluster/host.ts';
 import { imageRef } from '../../hack/cluster/images.ts';
-import { assertNothingLeft, clusterEnv, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
+import { clusterEnv, interruptAndCheckTornDown, onNode, startCluster, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
 import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { MINUTES, nodeDisksE2E } from './_nodedisks.ts';
@@ -225,8 +225,5 @@ test.serial('the member deletes the claim: the disk is released and its marker r
 
 test.serial('Ctrl-C tears the cluster down and leaves the host as found', async (t) => {
   t.timeout(5 * MINUTES);
-  run!.child.kill('SIGINT');
-  t.is(await run!.exited, 0);
-  t.regex(run!.output(), TORN_DOWN);
-  await assertNothingLeft(t, before);
+  await interruptAndCheckTornDown(t, run!, before);
 });

@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs';
 import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
 import { readSysctls, sh } from '../../hack/cluster/host.ts';
-import { assertNothingLeft, clusterEnv, nodeControl, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
+import { clusterEnv, interruptAndCheckTornDown, nodeControl, onNode, startCluster, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
 import { FINALIZER, LABEL, MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
 
 const LEASE = 'node-disks-operator.localtest.example.com';
@@ -277,8 +277,5 @@ test.serial('the running containers honour readOnlyRootFilesystem; the controlle
 
 test.serial('Ctrl-C tears the cluster down and leaves the host as found', async (t) => {
   t.timeout(5 * MINUTES);
-  run!.child.kill('SIGINT');
-  t.is(await run!.exited, 0);
-  t.regex(run!.output(), TORN_DOWN);
-  await assertNothingLeft(t, before);
+  await interruptAndCheckTornDown(t, run!, before);
 });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { readSysctls, sh } from '../../hack/cluster/host.ts';
 import { CP_CGROUP, DISK_DIR, NODE_NAMES, nodeSpec, SWITCH_NS } from '../../hack/cluster/topology.ts';
-import { assertNothingLeft, clusterEnv, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
+import { clusterEnv, interruptAndCheckTornDown, onNode, startCluster, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
 import { ensureHelm, helm, runHelm } from '../../hack/helm/helm.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { Prometheus, type Alert } from '../../hack/promtool/prometheus.ts';
@@ -472,8 +472,5 @@ test.serial('make helm-uninstall removes the release but keeps the CRD, every No
 
 test.serial('Ctrl-C tears the cluster down and leaves the host as found', async (t) => {
   t.timeout(5 * MINUTES);
-  run!.child.kill('SIGINT');
-  t.is(await run!.exited, 0);
-  t.regex(run!.output(), TORN_DOWN);
-  await assertNothingLeft(t, before);
+  await interruptAndCheckTornDown(t, run!, before);
 });

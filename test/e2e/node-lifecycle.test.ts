@@ -13,7 +13,7 @@ import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { readSysctls } from '../../hack/cluster/host.ts';
-import { assertNothingLeft, clusterEnv, nodeControl, onNode, startCluster, TORN_DOWN, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
+import { clusterEnv, interruptAndCheckTornDown, nodeControl, onNode, startCluster, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
 import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
@@ -228,8 +228,5 @@ test.serial("the controller's environment is restored, every NodeDisk is Ready, 
     all.trim().split('\n'),
     NODE_NAMES.flatMap((n) => ['disk1', 'disk2', 'disk3'].map((d) => `${ndName(n, d)} Available True`)),
   );
-  run!.child.kill('SIGINT');
-  t.is(await run!.exited, 0);
-  t.regex(run!.output(), TORN_DOWN);
-  await assertNothingLeft(t, before);
+  await interruptAndCheckTornDown(t, run!, before);
 });
