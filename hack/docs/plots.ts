@@ -264,7 +264,60 @@ const pluginPlot: Plot = {
   },
 };
 
-export const PLOTS: Plot[] = [reservationPlot, floorPlot, controllerPlot, pluginPlot];
+const MEMORY_KINDS = ['bare node, same flags', 'node + https, http server, fs/promises', 'as shipped'] as const;
+
+/** The agent's and the controller's RSS as shipped, against bare Node, a client-shaped Node and issue 24's goals. */
+const memoryPlot: Plot = {
+  file: 'docs/pictures/bench-memory.svg',
+  title: "Agent (300 disks) and controller (idle) memory against the runtime's floor (RSS, MiB)",
+  commands: ['npm run bench:memory'],
+  benches: ['memory-floor'],
+  draw(records) {
+    // The newest run that measured the builds as shipped (other runs compare variants).
+    const drawn = records('memory-floor')
+      .filter((r) => 'agent:shipped' in r.figures && 'controller:shipped' in r.figures)
+      .slice(-1);
+    const r = drawn[0];
+    if (!r) return undefined;
+    const goals = obj(r.figures.goals);
+    const programs: [string, Record<string, unknown>, number][] = [
+      [`agent, ${r.params.disks} disks`, obj(r.figures['agent:shipped']), num(goals.agentMiB)],
+      [`controller, ${r.params.controllerDisks} NodeDisks, idle`, obj(r.figures['controller:shipped']), num(goals.controllerMiB)],
+    ];
+    const rows: Row[] = programs.flatMap(([program, f, goal]) =>
+      [num(f.bare), num(f.clientFloor), num(f.rss)].map((mib, k) => ({ program, kind: MEMORY_KINDS[k]!, mib, goal, text: k === 2 ? `goal ${goal} MiB` : '' })),
+    );
+    const y = { field: 'program', type: 'nominal', sort: null, title: null, axis: { labelLimit: 300 } } as const;
+    return {
+      drawn,
+      notes: [`median of ${r.params.runs} fresh processes each, ${r.params.settleS} s after ready, against a real control plane; the goal is issue 24's`],
+      chart: {
+        width: 520,
+        height: 150,
+        data: { values: rows },
+        layer: [
+          {
+            mark: 'bar',
+            encoding: {
+              y,
+              yOffset: { field: 'kind', type: 'nominal', sort: [...MEMORY_KINDS] },
+              x: { field: 'mib', type: 'quantitative', title: 'MiB (VmRSS)', scale: { zero: true } },
+              color: { field: 'kind', type: 'nominal', sort: [...MEMORY_KINDS], title: null, legend: { orient: 'bottom', labelLimit: 400 } },
+            },
+          },
+          { mark: { type: 'tick', thickness: 3, color: '#c0392b' }, encoding: { y, x: { field: 'goal', type: 'quantitative' } } },
+          {
+            transform: [{ filter: "datum.text !== ''" }],
+            mark: { type: 'text', align: 'left', dx: 6, dy: -14, fontSize: 10, color: '#c0392b' },
+            encoding: { y, x: { field: 'goal', type: 'quantitative' }, text: { field: 'text' } },
+          },
+        ],
+      },
+    };
+  },
+};
+
+export const PLOTS: Plot[] = [reservationPlot, floorPlot, controllerPlot, pluginPlot, memoryPlot];
 
 function fmtMs(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
