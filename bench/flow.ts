@@ -14,6 +14,7 @@ import { ControlPlane } from '../hack/controlplane/controlplane.ts';
 import { seedDisks, startAgent, startController, type Program } from '../hack/lib/programs.ts';
 import { eventually } from '../hack/lib/wait.ts';
 import { startRecord } from './lib/results.ts';
+import { quantile } from './lib/samples.ts';
 
 const DISKS = Number(process.env.DISKS ?? 300);
 const SAMPLES = Number(process.env.SAMPLES ?? 20);
@@ -37,8 +38,6 @@ async function metric(p: Program, line: RegExp): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   return Number(line.exec(text)?.[1] ?? 0);
 }
-
-const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
 
 const record = startRecord('flow', { disks: DISKS, samples: SAMPLES, steadySeconds: STEADY_SECONDS, rescan: RESCAN });
 const cp = await ControlPlane.start();
@@ -96,15 +95,15 @@ try {
   console.log(`discovery: all ${DISKS} disks created and reported Available in ${discoverySeconds.toFixed(2)} s (agent start included)`);
   console.log(`controller status writes for the ${DISKS} new disks: ${controllerStatusWrites}`);
   console.log(
-    `new disk file → NodeDisk created: p50 ${pct(toCreated, 0.5).toFixed(0)} ms, p95 ${pct(toCreated, 0.95).toFixed(0)} ms; → reported Available: p50 ${pct(toAvailable, 0.5).toFixed(0)} ms, p95 ${pct(toAvailable, 0.95).toFixed(0)} ms (${SAMPLES} files, ${DISKS} disks on the node, rescan ${RESCAN}, ${scans} full scans so far)`,
+    `new disk file → NodeDisk created: p50 ${quantile(toCreated, 0.5).toFixed(0)} ms, p95 ${quantile(toCreated, 0.95).toFixed(0)} ms; → reported Available: p50 ${quantile(toAvailable, 0.5).toFixed(0)} ms, p95 ${quantile(toAvailable, 0.95).toFixed(0)} ms (${SAMPLES} files, ${DISKS} disks on the node, rescan ${RESCAN}, ${scans} full scans so far)`,
   );
   console.log(
-    `label → marker on disk (kubectl label included): p50 ${pct(latencies, 0.5).toFixed(0)} ms, p95 ${pct(latencies, 0.95).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms over ${SAMPLES}`,
+    `label → marker on disk (kubectl label included): p50 ${quantile(latencies, 0.5).toFixed(0)} ms, p95 ${quantile(latencies, 0.95).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms over ${SAMPLES}`,
   );
   console.log(`steady state: ${changed} NodeDisks written in ${STEADY_SECONDS} s with a ${RESCAN} rescan (liveness: one heartbeat Lease per node, ADR 24)`);
   const rss = { agent: rssMiB(agent), controller: rssMiB(programs[0]!) };
   console.log(`memory (RSS): agent ${rss.agent.toFixed(0)} MiB, controller ${rss.controller.toFixed(0)} MiB`);
-  const stats = (xs: number[]) => ({ p50: pct(xs, 0.5), p95: pct(xs, 0.95), max: Math.max(...xs), samples: xs.length });
+  const stats = (xs: number[]) => ({ p50: quantile(xs, 0.5), p95: quantile(xs, 0.95), max: Math.max(...xs), samples: xs.length });
   record.save({
     kubernetes: cp.binaries.kubernetesVersion,
     discoverySeconds,

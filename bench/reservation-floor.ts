@@ -24,14 +24,14 @@ import { eventually } from '../hack/lib/wait.ts';
 import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import { startRecord } from './lib/results.ts';
+import { quantile } from './lib/samples.ts';
 
 const DISKS = Number(process.env.DISKS ?? 30);
 const SAMPLES = Math.min(Number(process.env.SAMPLES ?? 20), DISKS);
 const node = 'floor-node';
 const FIELD_MANAGER = { fieldManager: 'bench-floor' };
 
-const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
-const row = (what: string, xs: number[]) => `| ${what} | ${pct(xs, 0.5).toFixed(1)} ms | ${pct(xs, 0.95).toFixed(1)} ms | ${xs.length} |`;
+const row = (what: string, xs: number[]) => `| ${what} | ${quantile(xs, 0.5).toFixed(1)} ms | ${quantile(xs, 0.95).toFixed(1)} ms | ${xs.length} |`;
 const load = () =>
   loadavg()
     .map((x) => x.toFixed(2))
@@ -92,7 +92,7 @@ try {
     await new Promise((r) => setTimeout(r, 100));
   }
 
-  const p50 = { P: pct(patches, 0.5), W: pct(deliveries, 0.5), chain: pct(chain, 0.5) };
+  const p50 = { P: quantile(patches, 0.5), W: quantile(deliveries, 0.5), chain: quantile(chain, 0.5) };
   const floor = 2 * p50.W + p50.P;
   console.log(`reservation floor: ${DISKS} disks on one node, ${SAMPLES} reservations, Kubernetes ${cp.binaries.kubernetesVersion}; load before ${loadBefore}, after ${load()}`);
   console.log('| what | p50 | p95 | samples |');
@@ -101,9 +101,9 @@ try {
   console.log(row('PATCH sent → its watch event (W: a write and a hop)', deliveries));
   console.log(row('label PATCH → marker (controller write, agent write)', chain));
   console.log(
-    `floor 2·W + P at p50: ${floor.toFixed(1)} ms; chain p50 / floor: ${(p50.chain / floor).toFixed(2)} (goal ≤ 2); chain p95 / p50: ${(pct(chain, 0.95) / p50.chain).toFixed(2)} (goal ≤ 3)`,
+    `floor 2·W + P at p50: ${floor.toFixed(1)} ms; chain p50 / floor: ${(p50.chain / floor).toFixed(2)} (goal ≤ 2); chain p95 / p50: ${(quantile(chain, 0.95) / p50.chain).toFixed(2)} (goal ≤ 3)`,
   );
-  const stats = (xs: number[]) => ({ p50: pct(xs, 0.5), p95: pct(xs, 0.95), samples: xs.length });
+  const stats = (xs: number[]) => ({ p50: quantile(xs, 0.5), p95: quantile(xs, 0.95), samples: xs.length });
   record.save({
     kubernetes: cp.binaries.kubernetesVersion,
     patchMs: stats(patches),
@@ -111,7 +111,7 @@ try {
     chainMs: stats(chain),
     floorMs: floor,
     chainOverFloor: p50.chain / floor,
-    chainP95OverP50: pct(chain, 0.95) / p50.chain,
+    chainP95OverP50: quantile(chain, 0.95) / p50.chain,
   });
   stop.abort();
   await watching;

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { type BenchRecord, type Figures, RESULTS_DIR, readRecordsIn } from '../../hack/lib/bench-records.ts';
+import { type BenchRecord, type Figures, RESULTS_DIR } from '../../hack/lib/bench-records.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 
 export type { BenchRecord, FigureValue, Figures } from '../../hack/lib/bench-records.ts';
@@ -45,9 +45,4 @@ export function startRecord(bench: string, params: BenchRecord['params']) {
       return record;
     },
   };
-}
-
-/** Every record of one benchmark, oldest first. */
-export function readRecords(bench: string, dir = resultsDir()): BenchRecord[] {
-  return readRecordsIn(dir, bench);
 }

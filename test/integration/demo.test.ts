@@ -21,10 +21,9 @@ const DEMO_TEST_TIMEOUT = 5 * 60_000;
 
 const startDemo = () => startDemoIn(work);
 const running: Demo[] = [];
-const stop = stopDemo;
 
 test.after.always(async () => {
-  for (const d of running) if (d.child.exitCode === null) await stop(d);
+  for (const d of running) if (d.child.exitCode === null) await stopDemo(d);
   await rm(base, { recursive: true, force: true });
 });
 
@@ -58,7 +57,7 @@ test.serial('a second npm start while a demo runs says so and touches nothing', 
   const disks = await runKubectl(kubectl, ['--kubeconfig', kubeconfig, 'get', 'nodedisks', '-o', 'name']);
   t.is(disks.trim().split('\n').length, 9);
 
-  t.is(await stop(first), 0);
+  t.is(await stopDemo(first), 0);
   t.false(existsSync(join(work, 'demo.pid')), 'a demo that stops removes its lock');
 });
 
@@ -73,7 +72,7 @@ test.serial('a lock left by a demo that crashed is cleaned up by the next start'
   await demoUp(demo);
   t.regex(demo.output(), new RegExp(`removed a stale lock of pid ${gone.pid}`));
   t.is(readFileSync(join(work, 'demo.pid'), 'utf8').trim(), String(demo.child.pid));
-  t.is(await stop(demo), 0);
+  t.is(await stopDemo(demo), 0);
 });
 
 test.serial('the team of the demo claims a disk in team-a with namespaced rights only', async (t) => {
@@ -121,5 +120,5 @@ test.serial('the team of the demo claims a disk in team-a with namespaced rights
   const deleted = await team('delete', 'ndc', 'db', 'big');
   t.is(deleted.code, 0, deleted.stderr);
   await eventually(`the marker ${marker} to go`, async () => !existsSync(marker), 30_000, 100);
-  t.is(await stop(demo), 0);
+  t.is(await stopDemo(demo), 0);
 });
