@@ -28,6 +28,12 @@ export function agentMetrics() {
       labelNames: ['op'],
       registers: [registry],
     }),
+    wipes: new Counter({
+      name: 'nodedisks_agent_wipes_total',
+      help: 'Disk images wiped for a wipe request (spec.desired.wipe), by result (wiped, failed; a failure is counted at each attempt)',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
     apiErrors: new Counter({ name: 'nodedisks_agent_api_errors_total', help: 'Failed API requests', labelNames: ['op'], registers: [registry] }),
     scanSeconds: new Histogram({ name: 'nodedisks_agent_scan_duration_seconds', help: 'Time to scan the disk dir', registers: [registry], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5] }),
   };

@@ -69,5 +69,12 @@ function baseStatus(o: Observation): Omit<NodeStatus, 'lastSeenTime'> {
 
 /** Whether a report differs from what the NodeDisk already says (lastSeenTime aside). */
 export function statusChanged(current: NodeStatus | undefined, next: Omit<NodeStatus, 'lastSeenTime'>): boolean {
-  return current?.phase !== next.phase || current?.capacityBytes !== next.capacityBytes || (current?.message ?? '') !== (next.message ?? '') || (current?.nodeUID ?? '') !== (next.nodeUID ?? '');
+  return (
+    current?.phase !== next.phase ||
+    current?.capacityBytes !== next.capacityBytes ||
+    (current?.message ?? '') !== (next.message ?? '') ||
+    (current?.nodeUID ?? '') !== (next.nodeUID ?? '') ||
+    (current?.wipedFor ?? '') !== (next.wipedFor ?? '') ||
+    (current?.holdsData === true) !== (next.holdsData === true)
+  );
 }

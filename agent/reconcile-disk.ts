@@ -16,12 +16,14 @@ import type { NodeDiskClient } from '../api/client.ts';
 import { diskIdFromFileName, diskPath, labelValue, nodeDiskName } from '../api/names.ts';
 import type { NodeDisk, NodeStatus } from '../api/v1alpha1/types.ts';
 import { isApiError } from '../lib/kube/errors.ts';
+import { pendingWipe } from '../api/wipe.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import type { Discovery } from './discover.ts';
 import { ensureMarker, markerState, removeMarker } from './markers.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { observedStatus, statusChanged } from './observe.ts';
 import { addProtection, isProtected, removeProtection } from './protection.ts';
+import { wipeImage } from './wipe.ts';
 
 /** The agent's NodeDisks as the informer keeps them (see Informer.storeOwnWrite). */
 export interface DiskCache {
@@ -97,12 +99,12 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
     log.info("NodeDisk of another machine of this name, not reserved: reported afresh as this machine's disk", { nodeDisk: name, diskID, otherNodeUID: otherMachine, nodeUID: ctx.nodeUID });
   }
 
-  // Finalizer first, marker second; on release, marker first, finalizer last (ADR 12).
+  // Finalizer first, marker second; on release, (wipe,) marker, finalizer last (ADR 12, ADR 38).
   let desired = nd.spec.desired?.state ?? 'Available';
-  if (desired !== 'Reserved' && (await markerState(diskDir, diskID)).kind === 'present') {
-    // Removing a marker frees the disk: decide it on a fresh read, never on the cache alone, which may
-    // still hold a release the watch delivered late while the disk has been reserved again since. The cost
-    // is one GET per release, not one per reconcile.
+  if (desired !== 'Reserved' && (pendingWipe(nd) !== undefined || (await markerState(diskDir, diskID)).kind === 'present')) {
+    // Removing a marker frees the disk, and a wipe destroys what is on it: decide both on a fresh read,
+    // never on the cache alone, which may still hold a release the watch delivered late while the disk has
+    // been reserved again since. The cost is one GET per release, not one per reconcile.
     nd = cache.storeOwnWrite(await client.get(name));
     desired = nd.spec.desired?.state ?? 'Available';
   }
@@ -112,7 +114,25 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
     if (deleting) actionError = `the NodeDisk is being deleted without finalizer ${FINALIZER}: no reservation marker is written for it`;
     else nd = await setProtection(ctx, nd, true);
   }
-  if (!actionError && (file || desired !== 'Reserved')) {
+  // A wipe asked for with the release comes before the marker goes: until it is done the disk stays held on
+  // the node, and an agent restarted half way finds the request still open and wipes again from the start.
+  const wipe = desired !== 'Reserved' ? pendingWipe(nd) : undefined;
+  let wipedNow: string | undefined;
+  if (wipe !== undefined && file) {
+    try {
+      nd = await report(ctx, nd, { ...withoutTime(nd.status?.node), phase: 'Wiping', capacityBytes: file.sizeBytes, message: `wiping the disk image (wipe request ${wipe})` });
+      await wipeImage(diskDir, diskID);
+      wipedNow = wipe;
+      metrics.wipes.inc({ result: 'wiped' });
+      log.info('disk image wiped', { nodeDisk: name, diskID, wipe });
+    } catch (err) {
+      if (isApiError(err)) throw err;
+      metrics.wipes.inc({ result: 'failed' });
+      actionError = `cannot wipe the disk image (wipe request ${wipe}): ${(err as Error).message}; it stays held until the wipe succeeds`;
+    }
+  }
+  const wipeOpen = wipe !== undefined && wipedNow === undefined;
+  if (!actionError && !wipeOpen && (file || desired !== 'Reserved')) {
     try {
       const replaced = (wrong: string) => log.warn('reservation marker put right', { nodeDisk: name, diskID, was: `it ${wrong}` });
       const changed = desired === 'Reserved' ? await ensureMarker(diskDir, diskID, { replaced }) : await removeMarker(diskDir, diskID);
@@ -154,21 +174,40 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   });
   if (!file && ignored) next = { ...next, phase: 'Error', message: `disk image ${hostPath} ${ignored.reason}` };
   if (ctx.nodeUID !== undefined) next = { ...next, nodeUID: ctx.nodeUID };
+  // What the image may hold: a reservation's bytes from the moment it is reserved until a wipe (ADR 38).
+  const wipedFor = wipedNow ?? nd.status?.node?.wipedFor;
+  if (wipedFor !== undefined) next = { ...next, wipedFor };
+  if (wipedNow === undefined && (onDisk.kind === 'present' || nd.status?.node?.holdsData === true)) next = { ...next, holdsData: true };
 
   // Written only when the report changed: the node's heartbeat Lease says the agent is alive (ADR 24).
   if (!statusChanged(nd.status?.node, next)) return {};
+  await report(ctx, nd, next);
+  return {};
+}
+
+/** status.node without its time: what a report is compared by. */
+function withoutTime(node: NodeStatus | undefined): Omit<NodeStatus, 'lastSeenTime'> {
+  const { lastSeenTime: _, ...rest } = node ?? {};
+  return rest;
+}
+
+/** Writes the agent's report of one disk (status.node, all of it: the agent owns it whole). */
+async function report(ctx: ReconcileContext, nd: NodeDisk, next: Omit<NodeStatus, 'lastSeenTime'>): Promise<NodeDisk> {
+  const { client, cache, log, metrics } = ctx;
+  const name = nd.metadata.name ?? '';
   const status: NodeStatus = { ...next, lastSeenTime: reportTime() };
+  let stored: NodeDisk;
   try {
     const updated = await client.applyStatus({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, status: { node: status } }, { fieldManager: FIELD_MANAGER.agent });
-    cache.storeOwnWrite(updated);
+    stored = cache.storeOwnWrite(updated);
   } catch (err) {
     metrics.apiErrors.inc({ op: 'status' });
     throw err;
   }
   metrics.statusWrites.inc({ cause: 'change' });
-  log.info('reported disk status', { nodeDisk: name, diskID, phase: status.phase, capacityBytes: status.capacityBytes });
+  log.info('reported disk status', { nodeDisk: name, diskID: nd.spec.diskID, phase: status.phase, capacityBytes: status.capacityBytes });
   updatePhaseGauge(ctx);
-  return {};
+  return stored;
 }
 
 /**

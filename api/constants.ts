@@ -23,6 +23,12 @@ export const AUTO_RESERVE_VALUE = 'true';
  */
 export const LABEL_CORDONED = `${GROUP}/cordoned`;
 export const CORDONED_VALUE = 'true';
+/**
+ * Set by people or git on a NodeDisk: when the label policy releases the disk (the auto-reserve label
+ * removed), it asks for a wipe too, so the next owner never reads this one's bytes (ADR 38).
+ */
+export const ANNOTATION_WIPE_ON_RELEASE = `${GROUP}/wipe-on-release`;
+export const WIPE_ON_RELEASE_VALUE = 'true';
 
 /** The owner the controller writes for label-driven reservations. */
 export const AUTO_OWNER = 'auto';
@@ -96,6 +102,11 @@ export const MAX_OWNER_LENGTH = 253;
 /** What the CRD accepts as spec.desired.owner (besides ''): what reserve and gitops check --owner against. */
 export const OWNER_PATTERN = '^[A-Za-z0-9]([-A-Za-z0-9_.:@/]*[A-Za-z0-9])?$';
 export const MAX_MESSAGE_LENGTH = 4096;
+/** spec.desired.wipe, a wipe request's token: a claim's UID, a UUID, or the label policy's `auto-<resourceVersion>`. */
+export const MAX_WIPE_TOKEN_LENGTH = 128;
+export const WIPE_TOKEN_PATTERN = '^[A-Za-z0-9]([-A-Za-z0-9_.:]*[A-Za-z0-9])?$';
+/** The Ready reason (and the free-disk kind) of a disk released with a wipe the agent has not reported done. */
+export const REASON_WIPING = 'Wiping';
 
 /** NodeDiskClaim: a team's namespaced request for one disk, which the controller binds to a free NodeDisk. */
 export const CLAIM_KIND = 'NodeDiskClaim';

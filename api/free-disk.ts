@@ -2,9 +2,10 @@
 // everything else that hands out disks): one that is really free and usable, and when none is, why not.
 import { AUTO_OWNER, AUTO_RESERVE_VALUE, CONDITION, CORDONED_VALUE, LABEL_AUTO_RESERVE, LABEL_CORDONED, REASON_NODE_GONE, REASON_NODE_REPLACED } from './constants.ts';
 import type { NodeDisk } from './v1alpha1/types.ts';
+import { pendingWipe } from './wipe.ts';
 
 /** Why a disk is not free, as a kind to count by (a claim's Pending line). */
-export type NotFreeKind = 'deleting' | 'reserved' | 'labelled' | 'cordoned' | 'node-gone' | 'node-replaced' | 'unreported' | 'phase' | 'unsized';
+export type NotFreeKind = 'deleting' | 'reserved' | 'wiping' | 'labelled' | 'cordoned' | 'node-gone' | 'node-replaced' | 'unreported' | 'phase' | 'unsized';
 
 /** Why `nd` cannot be handed out as a free disk, as a kind and in words; undefined when it can. */
 export function notFree(nd: NodeDisk): { kind: NotFreeKind; why: string } | undefined {
@@ -14,6 +15,8 @@ export function notFree(nd: NodeDisk): { kind: NotFreeKind; why: string } | unde
     if (d.owner === AUTO_OWNER) return { kind: 'reserved', why: 'is reserved by the label policy (owner auto)' };
     return { kind: 'reserved', why: d.owner ? `is reserved by ${d.owner}` : 'is reserved with no owner' };
   }
+  // Released with a wipe request: nobody gets the previous owner's bytes (ADR 38).
+  if (pendingWipe(nd) !== undefined) return { kind: 'wiping', why: 'is being wiped (released with a wipe request; free once its node agent reports it wiped)' };
   // The controller has not acted on the label yet: the disk is as good as taken.
   if (nd.metadata.labels?.[LABEL_AUTO_RESERVE] === AUTO_RESERVE_VALUE) return { kind: 'labelled', why: `is labelled ${LABEL_AUTO_RESERVE}=true (being reserved by the label policy)` };
   // A person took it out of service (kubectl nodedisks cordon).

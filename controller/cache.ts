@@ -3,12 +3,12 @@
 // controller's memory). Everything else of the object is dropped as it arrives.
 //
 // Kept: metadata name, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, finalizers
-// (what keeps the disk of a gone node, ADR 35) and the labels (the policy's auto-reserve and cordoned
-// labels; a NodeDiskClaim's selector may name any); spec.nodeName, spec.path, spec.desired; status as it
+// (what keeps the disk of a gone node, ADR 35), the labels (the policy's auto-reserve and cordoned
+// labels; a NodeDiskClaim's selector may name any) and the wipe-on-release annotation (ADR 38); spec.nodeName, spec.path, spec.desired; status as it
 // is (node report and the controller's own conditions, small). A field the controller starts to read must
 // be kept here too: test/unit/cache.test.ts decides, reports and writes from the lean copy and from the
 // whole object and requires the same result.
-import { API_VERSION, KIND } from '../api/constants.ts';
+import { ANNOTATION_WIPE_ON_RELEASE, API_VERSION, KIND } from '../api/constants.ts';
 import type { NodeDisk, ObjectMeta } from '../api/v1alpha1/types.ts';
 
 export function leanNodeDisk(nd: NodeDisk): NodeDisk {
@@ -23,6 +23,9 @@ export function leanNodeDisk(nd: NodeDisk): NodeDisk {
   if (m.finalizers !== undefined) metadata.finalizers = m.finalizers;
   // All labels, by reference: the policy reads the auto-reserve and cordoned labels, a claim's selector any of them.
   if (m.labels !== undefined) metadata.labels = m.labels;
+  // Of the annotations only the one the label policy reads (ADR 38): the rest are people's, and large.
+  const wipeOnRelease = m.annotations?.[ANNOTATION_WIPE_ON_RELEASE];
+  if (wipeOnRelease !== undefined) metadata.annotations = { [ANNOTATION_WIPE_ON_RELEASE]: wipeOnRelease };
   const { nodeName, path, desired } = nd.spec;
   const spec = { nodeName, path, ...(desired !== undefined ? { desired } : {}) } as NodeDisk['spec'];
   // By reference: the rest of the parsed object becomes garbage, what is kept here is all that stays

@@ -116,6 +116,8 @@ function misfitWords(m: Misfit, claim: NodeDiskClaim): string {
       return 'being deleted';
     case 'reserved':
       return 'reserved';
+    case 'wiping':
+      return 'being wiped';
     case 'labelled':
       return 'labelled for the label policy';
     case 'cordoned':

@@ -17,6 +17,7 @@ import type { NodeDiskClaimClient } from '../api/claim-client.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import { API_VERSION, CLAIM_FINALIZER, CLAIM_KIND, FIELD_MANAGER, KIND } from '../api/constants.ts';
 import { claimOwner } from '../api/owner.ts';
+import { claimWipeToken } from '../api/wipe.ts';
 import type { NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { isApiError, isStaleVersionConflict } from '../lib/kube/errors.ts';
@@ -204,9 +205,18 @@ export class Binder {
     if (claim.metadata.deletionTimestamp) {
       if (!claim.metadata.finalizers?.includes(CLAIM_FINALIZER)) return undefined;
       if (claim.spec?.reclaimPolicy !== 'Retain') {
+        // Delete means what it means for a PersistentVolume: the data goes before the disk is free again.
+        const wipe = claimWipeToken(claim.metadata.uid);
         for (const nd of held) {
-          if (await this.release(nd, `claim ${key} deleted`))
-            this.event(claim, nd, 'Normal', 'Released', 'Release', `claim deleted: NodeDisk ${nd.metadata.name} on node ${nd.spec.nodeName} released, Available again`);
+          if (await this.release(nd, `claim ${key} deleted`, wipe))
+            this.event(
+              claim,
+              nd,
+              'Normal',
+              'Released',
+              'Release',
+              `claim deleted: NodeDisk ${nd.metadata.name} on node ${nd.spec.nodeName} released; its node agent wipes it before it is free again`,
+            );
         }
       } else if (held.length > 0) {
         this.o.log.info('claim deleted with reclaimPolicy Retain: its disk stays reserved', { claim: key, nodeDisk: held[0]!.metadata.name });
@@ -347,19 +357,23 @@ export class Binder {
     }
   }
 
-  /** Back to Available with no owner, conditional on the version read: a disk someone else took is left alone. True when this released it. */
-  private async release(nd: NodeDisk, why: string): Promise<boolean> {
+  /**
+   * Back to Available with no owner, conditional on the version read: a disk someone else took is left
+   * alone. With `wipe`, a wipe request too: nobody gets the disk before its agent has wiped it. True when
+   * this released it.
+   */
+  private async release(nd: NodeDisk, why: string, wipe?: string): Promise<boolean> {
     let current: NodeDisk | undefined = nd;
     for (let attempt = 1; current && attempt <= MAX_ATTEMPTS; attempt++) {
       if (current.spec.desired?.owner !== nd.spec.desired?.owner || current.spec.desired?.state !== 'Reserved') return false;
       const name = current.metadata.name ?? '';
       try {
         const updated = await this.o.disks.apply(
-          { apiVersion: API_VERSION, kind: KIND, metadata: { name, resourceVersion: current.metadata.resourceVersion }, spec: { desired: { state: 'Available' } } },
+          { apiVersion: API_VERSION, kind: KIND, metadata: { name, resourceVersion: current.metadata.resourceVersion }, spec: { desired: { state: 'Available', ...(wipe ? { wipe } : {}) } } },
           { fieldManager: FIELD_MANAGER.controller, force: true },
         );
         this.storeDisk(updated);
-        this.o.log.info('claim released its disk', { nodeDisk: name, why });
+        this.o.log.info('claim released its disk', { nodeDisk: name, why, ...(wipe ? { wipe } : {}) });
         return true;
       } catch (err) {
         if (isApiError(err, 404)) return false;

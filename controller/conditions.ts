@@ -2,7 +2,8 @@
 // wait, kstatus, Argo CD and Flux look) with status.observedGeneration, and the seed's status.controller
 // (accepted, observedGeneration); see docs/adr/0020-conditions-at-status-conditions.md.
 // lastTransitionTime moves only when a condition's status changes (metav1.Condition semantics).
-import { CONDITION, FINALIZER, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../api/constants.ts';
+import { CONDITION, FINALIZER, REASON_NODE_GONE, REASON_NODE_REPLACED, REASON_WIPING } from '../api/constants.ts';
+import { pendingWipe } from '../api/wipe.ts';
 import type { Condition, ConditionStatus, ControllerStatus, NodeDisk, NodeDiskStatus } from '../api/v1alpha1/types.ts';
 import type { AgentLiveness } from './agent-liveness.ts';
 import type { PolicyDecision } from './policy.ts';
@@ -106,6 +107,11 @@ function verdict(nd: NodeDisk, desired: string, base: { recheckAt?: number }): R
   const node = nd.status?.node ?? {};
   if (node.phase === 'Missing') return { ...base, status: 'False', reason: 'DiskMissing', message: node.message || `disk image ${nd.spec.path} is missing on ${nd.spec.nodeName}` };
   if (node.phase === 'Error') return { ...base, status: 'False', reason: 'AgentError', message: node.message || 'the node agent reports an error' };
+  const wipe = pendingWipe(nd);
+  if (wipe !== undefined) {
+    const doing = node.phase === 'Wiping' ? 'the node agent is wiping it' : `waiting for the node agent on ${nd.spec.nodeName} to wipe it`;
+    return { ...base, status: 'False', reason: REASON_WIPING, message: `released with a wipe request (${wipe}): ${doing}; it is free to nobody until the agent reports it wiped` };
+  }
   if (node.phase === desired) return { ...base, status: 'True', reason: 'PhaseMatchesDesired', message: `the node agent reports ${node.phase}, as desired` };
   return { ...base, status: 'False', reason: 'Progressing', message: `desired ${desired}, the node agent reports ${node.phase}` };
 }

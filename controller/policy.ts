@@ -3,7 +3,7 @@
 // - label absent or not "true", owner auto → spec.desired = {Available}, owner cleared
 // - a reservation by anyone else is never changed; when the label asks for it, say why it had no effect;
 // - a disk that may not be handed out (its node is gone) is not reserved by the label: say why.
-import { AUTO_OWNER, AUTO_RESERVE_VALUE, LABEL_AUTO_RESERVE } from '../api/constants.ts';
+import { ANNOTATION_WIPE_ON_RELEASE, AUTO_OWNER, AUTO_RESERVE_VALUE, LABEL_AUTO_RESERVE, WIPE_ON_RELEASE_VALUE } from '../api/constants.ts';
 import type { DesiredSpec, NodeDisk } from '../api/v1alpha1/types.ts';
 
 export type PolicyDecision = { action: 'none'; note?: PolicyNote } | { action: 'reserve'; desired: DesiredSpec; note: PolicyNote } | { action: 'release'; desired: DesiredSpec; note: PolicyNote };
@@ -53,6 +53,15 @@ export function decide(nd: NodeDisk, refusal?: Refusal): PolicyDecision {
 
   if (state === 'Reserved' && owner === AUTO_OWNER) {
     const why = label === undefined ? 'was removed' : `is ${JSON.stringify(label)}, not "true"`;
+    // The seed's release keeps the bytes; the annotation asks for a wipe, with a token unique to this
+    // release (the version it is decided from), so the next owner never reads them (ADR 38).
+    if (nd.metadata.annotations?.[ANNOTATION_WIPE_ON_RELEASE] === WIPE_ON_RELEASE_VALUE) {
+      return {
+        action: 'release',
+        desired: { state: 'Available', wipe: `auto-${nd.metadata.resourceVersion ?? '0'}` },
+        note: { reason: 'AutoReleased', message: `label ${LABEL_AUTO_RESERVE} ${why}: auto reservation released, to be wiped first (annotation ${ANNOTATION_WIPE_ON_RELEASE})` },
+      };
+    }
     return {
       action: 'release',
       desired: { state: 'Available' },

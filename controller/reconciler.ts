@@ -12,7 +12,8 @@
 // label, and once its node has been gone for the grace period it is deleted, if nothing holds it: a
 // reservation or the agent's finalizer keeps it, visibly, until a person acts. The delete is conditional
 // on the version decided from, as every write here.
-import { API_VERSION, CORDONED_VALUE, FIELD_MANAGER, KIND, LABEL_CORDONED, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../api/constants.ts';
+import { API_VERSION, CORDONED_VALUE, FIELD_MANAGER, KIND, LABEL_CORDONED, REASON_NODE_GONE, REASON_NODE_REPLACED, REASON_WIPING } from '../api/constants.ts';
+import { pendingWipe } from '../api/wipe.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { isApiError, isStaleVersionConflict } from '../lib/kube/errors.ts';
@@ -123,7 +124,9 @@ export class Reconciler {
         ? { reason: REASON_NODE_REPLACED, message: `it was found on another machine than node ${node} is now (Node UID ${reportedUID}, now ${nodeUID})` }
         : current.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE
           ? { reason: 'Cordoned', message: `the disk is cordoned (label ${LABEL_CORDONED}=true): kubectl nodedisks uncordon puts it back in service` }
-          : undefined;
+          : pendingWipe(current) !== undefined
+            ? { reason: REASON_WIPING, message: 'the disk is being wiped (released with a wipe request); the label takes effect once its node agent reports it wiped' }
+            : undefined;
 
     const decision = decide(current, refusal);
     if (decision.action !== 'none') {

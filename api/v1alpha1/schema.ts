@@ -11,11 +11,13 @@ import {
   MAX_MESSAGE_LENGTH,
   MAX_NAME_LENGTH,
   MAX_OWNER_LENGTH,
+  MAX_WIPE_TOKEN_LENGTH,
   OWNER_PATTERN,
   PLURAL,
   SHORT_NAME,
   SINGULAR,
   VERSION,
+  WIPE_TOKEN_PATTERN,
 } from '../constants.ts';
 import { DISK_ID_PATTERN, DNS_SUBDOMAIN_PATTERN } from '../names.ts';
 import { canonicalNameRule } from './name-rule.ts';
@@ -96,7 +98,7 @@ export const conditionSchema: SchemaProps = {
     reason: {
       type: 'string',
       description:
-        "Why, as one CamelCase word for programs: for Ready PhaseMatchesDesired, Progressing, DiskMissing, AgentError, WaitingForAgent or AgentStale; for Accepted the policy's reason (ReservedByOther, InvalidLabelValue when False).",
+        "Why, as one CamelCase word for programs: for Ready PhaseMatchesDesired, Progressing, Wiping, DiskMissing, AgentError, WaitingForAgent or AgentStale; for Accepted the policy's reason (ReservedByOther, InvalidLabelValue when False).",
       minLength: 1,
       maxLength: 1024,
       pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
@@ -180,6 +182,13 @@ export const nodeDiskSchema: SchemaProps = {
               maxLength: MAX_OWNER_LENGTH,
               pattern: `^$|${OWNER_PATTERN}`,
             },
+            wipe: {
+              type: 'string',
+              description:
+                "A request to wipe the disk before anyone gets it again, named by a token unique to the request (a claim's UID, a UUID). Set with state Available (kubectl nodedisks release --wipe; the controller sets it when a claim with reclaimPolicy Delete lets its disk go). The node agent wipes the image and reports the token in status.node.wipedFor; until then the disk is handed out by nobody, and the API server refuses to reserve it or to drop the request.",
+              maxLength: MAX_WIPE_TOKEN_LENGTH,
+              pattern: WIPE_TOKEN_PATTERN,
+            },
           },
         },
       },
@@ -198,7 +207,7 @@ export const nodeDiskSchema: SchemaProps = {
             phase: {
               type: 'string',
               description:
-                'The disk as found on the node: Discovered (just found), Available (no reservation marker), Reserved (marker present), Missing (the image file is gone; the NodeDisk and its reservation are kept), Error (see message).',
+                'The disk as found on the node: Discovered (just found), Available (no reservation marker), Reserved (marker present), Missing (the image file is gone; the NodeDisk and its reservation are kept), Error (see message), Wiping (the agent is wiping the image, as spec.desired.wipe asks).',
               enum: NODE_PHASES,
             },
             capacityBytes: { type: 'integer', description: 'Size of the disk image file in bytes.', format: 'int64', minimum: 0 },
@@ -209,6 +218,16 @@ export const nodeDiskSchema: SchemaProps = {
               description:
                 "The UID of the Node object of the machine this disk was found on, as its agent's token names it. A Node of the same name with another UID is another machine: it does not inherit this NodeDisk's reservation.",
               maxLength: 128,
+            },
+            wipedFor: {
+              type: 'string',
+              description: 'The token of the last wipe request (spec.desired.wipe) the node agent carried out: equal to spec.desired.wipe once the disk is wiped and free again.',
+              maxLength: MAX_WIPE_TOKEN_LENGTH,
+            },
+            holdsData: {
+              type: 'boolean',
+              description:
+                'True when the image may hold the bytes of a previous reservation: it was reserved since it was last wiped. A free disk that holds data is handed out as it is; kubectl nodedisks release --wipe wipes it first.',
             },
           },
         },

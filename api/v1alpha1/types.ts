@@ -8,7 +8,7 @@ export const DESIRED_STATES = ['Available', 'Reserved'] as const;
 export type DesiredState = (typeof DESIRED_STATES)[number];
 
 /** What the agent found on disk, after the fact. */
-export const NODE_PHASES = ['Discovered', 'Available', 'Reserved', 'Missing', 'Error'] as const;
+export const NODE_PHASES = ['Discovered', 'Available', 'Reserved', 'Missing', 'Error', 'Wiping'] as const;
 export type NodePhase = (typeof NODE_PHASES)[number];
 
 /** metav1.Condition, and the part of metav1.ManagedFieldsEntry the programs read (to name who owns a field). */
@@ -20,6 +20,11 @@ export type ObjectMeta = Omit<KubeObjectMeta, 'namespace'>;
 export interface DesiredSpec {
   state?: DesiredState;
   owner?: string;
+  /**
+   * A wipe request, named by a token unique to it: the agent wipes the image and reports the token in
+   * status.node.wipedFor; until then the disk is free to nobody (ADR 38).
+   */
+  wipe?: string;
 }
 
 export interface NodeDiskSpec {
@@ -40,6 +45,10 @@ export interface NodeStatus {
   message?: string;
   /** The UID of the Node object of the machine whose agent reports this disk (ADR 35). */
   nodeUID?: string;
+  /** The token of the last wipe request (spec.desired.wipe) the agent carried out (ADR 38). */
+  wipedFor?: string;
+  /** True when the image may hold a previous owner's bytes: reserved since it was last wiped (or found reserved). */
+  holdsData?: boolean;
 }
 
 /** Written by the controller only: the seed's two fields (its conditions are at status.conditions, ADR 20). */

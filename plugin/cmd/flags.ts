@@ -27,6 +27,8 @@ export interface MutateArgs extends SelectionFlags {
   output?: string | undefined;
   'field-manager'?: string | undefined;
   'force-conflicts'?: boolean | undefined;
+  /** release only: wipe the disk before it is free again. */
+  wipe?: boolean | undefined;
 }
 
 /** The flags of reserve and release. */

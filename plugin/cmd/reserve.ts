@@ -12,6 +12,7 @@ import { carryOutEach, reserveOneFree, type Outcome, type Run } from '../reserve
 import { planEach, validateOwner, type Action, type Request } from '../reserve/plan.ts';
 import { hasSelection, resolveTargets } from '../select.ts';
 import { MUTATE_FLAGS, type MutateArgs } from './flags.ts';
+import { newWipeToken } from '../../api/wipe.ts';
 
 function dryRunMode(v: string | undefined): 'none' | 'client' | 'server' {
   if (v === undefined || v === 'none') return 'none';
@@ -28,7 +29,7 @@ async function execute(session: Session, args: MutateArgs, action: Action): Prom
   if (!args.names.length && !hasSelection(args)) throw usageError(`${action} needs disk names, or -l/--node with --all; see kubectl nodedisks ${action} --help`);
   if (action === 'release' && hasSelection(args) && !args.all) throw usageError('release with -l/--node/--phase/--desired releases every match: add --all to confirm');
 
-  const req: Request = { owner: args.owner, force: !!args.force, forceConflicts: !!args['force-conflicts'] };
+  const req: Request = { owner: args.owner, force: !!args.force, forceConflicts: !!args['force-conflicts'], ...(action === 'release' && args.wipe ? { wipe: newWipeToken() } : {}) };
   const r: Run = { mode, quiet: print !== undefined, flags: { fieldManager: args['field-manager'] ?? FIELD_MANAGER.plugin, forceConflicts: req.forceConflicts, dryRun: mode === 'server' } };
   let done: Outcome;
   if (action === 'reserve' && hasSelection(args) && !args.all) {
@@ -70,13 +71,17 @@ export const releaseCommand: CommandSpec<MutateArgs> = {
   name: 'release',
   summary: "Release reservations (the label, or a manual one; --force for someone else's)",
   description:
-    "Release NodeDisks: remove the auto-reserve label, or set a manual reservation back to Available. Releasing someone else's reservation needs --force, and says whose it was. With -l/--node, --all is required.",
+    "Release NodeDisks: remove the auto-reserve label, or set a manual reservation back to Available. Releasing someone else's reservation needs --force, and says whose it was. With -l/--node, --all is required. The disk keeps its bytes (the next owner gets them as they are) unless --wipe: then its node agent wipes the image first, and nobody gets the disk until it has (a free disk that still holds an earlier owner's data can be wiped the same way).",
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
-  flags: MUTATE_FLAGS,
+  flags: {
+    ...MUTATE_FLAGS,
+    wipe: { type: 'boolean', default: false, describe: 'Wipe the disk before anyone gets it again (its node agent does it; the disk is free once it has)' },
+  },
   examples: [
     ['kubectl nodedisks release node-disk-node-a-disk1', 'Remove the auto-reserve label'],
     ['kubectl nodedisks release node-disk-node-a-disk2 --owner team-db', 'Release your own manual reservation'],
     ['kubectl nodedisks release node-disk-node-a-disk3 --force', "Release someone else's reservation"],
+    ['kubectl nodedisks release node-disk-node-a-disk2 --owner team-db --wipe', 'Release it, wiped before anyone gets it again'],
   ],
   run: (session, args) => execute(session, args, 'release'),
 };

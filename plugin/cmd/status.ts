@@ -7,6 +7,7 @@ import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { listPages } from '../../lib/kube/pager.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { holdsData, pendingWipe } from '../../api/wipe.ts';
 import { durationFlag, type Session } from '../context.ts';
 import { escapeControl } from '../escape.ts';
 import { age, iec } from '../kubectl/format.ts';
@@ -93,6 +94,16 @@ function owner(nd: NodeDisk): string {
   return d.owner ? `reserved by ${d.owner} (manual)` : 'reserved with no owner (manual)';
 }
 
+/** What the image may hold, when it matters: being wiped, or free with an earlier owner's bytes (ADR 38). */
+function dataWords(nd: NodeDisk): string | undefined {
+  const wipe = pendingWipe(nd);
+  if (wipe !== undefined) return `being wiped (wipe request ${wipe}): free to nobody until its node agent reports it wiped`;
+  if (holdsData(nd) && nd.spec.desired?.state !== 'Reserved') {
+    return `holds the data of an earlier reservation (not wiped since): the next owner gets it as it is; kubectl nodedisks release ${nd.metadata.name} --wipe wipes it first`;
+  }
+  return undefined;
+}
+
 export function describe(nd: NodeDisk, now: number, agent?: string): string {
   const node = nd.status?.node;
   const cond = (type: string) => nd.status?.conditions?.find((c) => c.type === type);
@@ -112,6 +123,8 @@ export function describe(nd: NodeDisk, now: number, agent?: string): string {
       `yes (label ${LABEL_CORDONED}=true): handed out by nobody${nd.spec.desired?.state === 'Reserved' ? '; its reservation stays' : ''}; kubectl nodedisks uncordon puts it back`,
     ]);
   }
+  const data = dataWords(nd);
+  if (data) lines.push(['Data', data]);
   if (accepted && accepted.status !== 'True') lines.push(['Accepted', `${accepted.status} (${accepted.reason}) ${accepted.message}`]);
   const gen = nd.metadata.generation;
   const observed = nd.status?.controller?.observedGeneration;

@@ -4,12 +4,13 @@
 // Planning reads only the disks as they were listed and the request: what to write to each disk (the
 // auto-reserve label, or spec.desired for --owner), or why not (someone else's reservation, a field git
 // owns). Nothing is written until every disk is planned, so a refusal leaves the cluster as it was.
-import { API_VERSION, AUTO_OWNER, AUTO_RESERVE_VALUE, KIND, LABEL_AUTO_RESERVE, MAX_OWNER_LENGTH, OWNER_PATTERN } from '../../api/constants.ts';
+import { ANNOTATION_WIPE_ON_RELEASE, API_VERSION, AUTO_OWNER, AUTO_RESERVE_VALUE, KIND, LABEL_AUTO_RESERVE, MAX_OWNER_LENGTH, OWNER_PATTERN, WIPE_ON_RELEASE_VALUE } from '../../api/constants.ts';
 import type { JsonPatchOp, NodeDiskApply } from '../../api/client.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import type { SelectionFlags } from '../select.ts';
 import { pickFree } from '../../api/free-disk.ts';
+import { pendingWipe } from '../../api/wipe.ts';
 import { fieldOwners, gitOwners, gitRouteError } from './ownership.ts';
 
 export type Action = 'reserve' | 'release';
@@ -22,6 +23,8 @@ export interface Request {
   force: boolean;
   /** Take fields over from other field managers, GitOps controllers included. */
   forceConflicts: boolean;
+  /** release --wipe: the token of a wipe request the release carries (ADR 38). */
+  wipe?: string | undefined;
 }
 
 /** A server-side apply, or (only to remove fields) a JSON Patch guarded by the resourceVersion. */
@@ -92,7 +95,16 @@ export function planRelease(nd: NodeDisk, req: Request): Plan {
   if (label !== undefined) {
     const owners = fieldOwners(nd, ['metadata', 'labels', LABEL_AUTO_RESERVE]);
     if (gitOwners(owners).length && !req.forceConflicts) throw gitRouteError(nd, `label ${LABEL_AUTO_RESERVE}`, gitOwners(owners));
-    ops.push({ op: 'remove', path: `/metadata/labels/${LABEL_AUTO_RESERVE.replace(/~/g, '~0').replace(/\//g, '~1')}` });
+    ops.push({ op: 'remove', path: `/metadata/labels/${pointer(LABEL_AUTO_RESERVE)}` });
+    if (req.wipe !== undefined && d?.owner === AUTO_OWNER) {
+      // The controller releases a label reservation; the annotation has it ask for the wipe (ADR 38).
+      ops.push(
+        nd.metadata.annotations
+          ? { op: 'add', path: `/metadata/annotations/${pointer(ANNOTATION_WIPE_ON_RELEASE)}`, value: WIPE_ON_RELEASE_VALUE }
+          : { op: 'add', path: '/metadata/annotations', value: { [ANNOTATION_WIPE_ON_RELEASE]: WIPE_ON_RELEASE_VALUE } },
+      );
+      verb = 'released (auto-reserve label removed; the controller asks for a wipe)';
+    }
   }
   if (d?.state === 'Reserved' && d.owner !== AUTO_OWNER) {
     const holder = d.owner ?? '';
@@ -104,11 +116,22 @@ export function planRelease(nd: NodeDisk, req: Request): Plan {
     }
     const owners = fieldOwners(nd, ['spec', 'desired', 'state']);
     if (gitOwners(owners).length && !req.forceConflicts) throw gitRouteError(nd, 'spec.desired', gitOwners(owners));
-    ops.push({ op: 'replace', path: '/spec/desired', value: { state: 'Available' } });
+    ops.push({ op: 'replace', path: '/spec/desired', value: { state: 'Available', ...(req.wipe !== undefined ? { wipe: req.wipe } : {}) } });
     verb = holder && holder !== req.owner ? `released (it was reserved by ${holder})` : 'released';
+    if (req.wipe !== undefined) verb += '; its node agent wipes it before it is free again';
+  } else if (req.wipe !== undefined && d?.state !== 'Reserved') {
+    // A free disk that may hold an earlier owner's bytes: wiped before anyone gets it.
+    if (pendingWipe(nd) !== undefined) return { nd, steps: [], verb: '', skip: `being wiped already (wipe request ${pendingWipe(nd)})` };
+    ops.push({ op: 'replace', path: '/spec/desired', value: { state: 'Available', wipe: req.wipe } });
+    verb = 'to be wiped: its node agent wipes it before it is free again';
   }
   if (ops.length === 1) return { nd, steps: [], verb: '', skip: 'not reserved' };
   return { nd, steps: [{ name: nd.metadata.name ?? '', patch: ops }], verb };
+}
+
+/** A JSON Pointer segment (RFC 6901). */
+function pointer(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
 /** One plan per disk (named disks, or every match with --all), all made before anything is written. */

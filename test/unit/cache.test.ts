@@ -2,7 +2,7 @@
 // the Ready condition verdict, the status and the writes' identity read must come out the same from the lean
 // copy as from the whole object; what nothing reads (managedFields first) must be gone.
 import test from 'ava';
-import { AUTO_OWNER, LABEL_AUTO_RESERVE, LABEL_DISK, LABEL_NODE } from '../../api/constants.ts';
+import { ANNOTATION_WIPE_ON_RELEASE, AUTO_OWNER, LABEL_AUTO_RESERVE, LABEL_DISK, LABEL_NODE } from '../../api/constants.ts';
 import type { NodeDiskClaimSpec } from '../../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { leanNodeDisk } from '../../controller/cache.ts';
@@ -39,6 +39,11 @@ const variants: [string, NodeDisk][] = [
   ['labelled, free', asServed((nd) => ((nd.metadata.labels![LABEL_AUTO_RESERVE] = 'true'), (nd.spec.desired = { state: 'Available' })))],
   ['labelled, reserved by hand', asServed((nd) => (nd.metadata.labels![LABEL_AUTO_RESERVE] = 'true'))],
   ['label removed, reserved for auto', asServed((nd) => (nd.spec.desired = { state: 'Reserved', owner: AUTO_OWNER }))],
+  [
+    'label removed, reserved for auto, to be wiped on release',
+    asServed((nd) => ((nd.spec.desired = { state: 'Reserved', owner: AUTO_OWNER }), (nd.metadata.annotations![ANNOTATION_WIPE_ON_RELEASE] = 'true'))),
+  ],
+  ['released with a wipe request the agent has not done', asServed((nd) => ((nd.spec.desired = { state: 'Available', wipe: 'w-1' }), (nd.status!.node!.wipedFor = 'w-0')))],
   ['label of a bad value', asServed((nd) => ((nd.metadata.labels![LABEL_AUTO_RESERVE] = 'yes'), delete nd.spec.desired))],
   ['not reported yet', asServed((nd) => delete nd.status)],
   ['agent stale', asServed((nd) => (nd.status!.node!.lastSeenTime = '2020-01-01T00:00:00Z'))],
@@ -77,11 +82,13 @@ for (const [name, full] of variants) {
   });
 }
 
-test('the lean copy drops managedFields and annotations', (t) => {
+test('the lean copy drops managedFields and every annotation but wipe-on-release', (t) => {
   const full = asServed((nd) => (nd.metadata.labels![LABEL_AUTO_RESERVE] = 'true'));
   const lean = leanNodeDisk(full);
   t.is(lean.metadata.managedFields, undefined);
   t.is(lean.metadata.annotations, undefined);
+  const annotated = asServed((nd) => (nd.metadata.annotations![ANNOTATION_WIPE_ON_RELEASE] = 'true'));
+  t.deepEqual(leanNodeDisk(annotated).metadata.annotations, { [ANNOTATION_WIPE_ON_RELEASE]: 'true' });
   t.deepEqual(lean.metadata.labels, full.metadata.labels);
   t.true(JSON.stringify(lean).length < JSON.stringify(full).length / 2, `${JSON.stringify(lean).length} of ${JSON.stringify(full).length} bytes kept`);
 });

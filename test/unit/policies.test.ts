@@ -30,8 +30,13 @@ const policies = policyFiles.flatMap((f) => docs<Policy>(`kustomize/policies/${f
 const serviceAccounts = docs<{ metadata: { name: string; namespace: string } }>('kustomize/rbac/service_accounts.yaml');
 
 test('every policy matches its ServiceAccount by name in whatever namespace the install lives in, whatever prefix or suffix kustomize gave it', (t) => {
-  t.is(policies.length, 5);
-  for (const p of policies) {
+  t.is(policies.length, 6);
+  // The wipe policy holds every identity alike (ADR 38): it names none.
+  t.deepEqual(
+    policies.filter((p) => !p.spec.matchConditions).map((p) => p.metadata.name),
+    ['nodedisks-wipe.localtest.example.com'],
+  );
+  for (const p of policies.filter((p) => p.spec.matchConditions)) {
     const exprs = (p.spec.matchConditions ?? []).map((c) => c.expression);
     t.is(exprs.length, 1, p.metadata.name);
     const m = /^!?request\.userInfo\.username\.matches\('\^system:serviceaccount:\[\^:\]\+:\(\[\^:\]\*-\)\?([a-z-]+)\(-\[\^:\]\*\)\?\$'\)$/.exec(exprs[0]!);
