@@ -252,9 +252,16 @@ test.serial('a team claims a disk in its namespace: Bound, the marker on the nod
     const d = await admin().get(diskName);
     return d.status?.node?.phase === 'Available' && !existsSync(join(diskDir('claims-a'), 'disk1.img.reserved')) ? d : undefined;
   });
-  t.deepEqual(released.spec.desired, { state: 'Available' });
+  // Released with a wipe request, which the agent reported done with the phase Available (ADR 38).
+  t.regex(released.spec.desired?.wipe ?? '', /^claim-[0-9a-f-]{36}$/);
+  t.deepEqual(released.spec.desired, { state: 'Available', wipe: released.status?.node?.wipedFor });
   const [releasedEvent] = await eventsWhere('team-a', 'db', 'Released');
-  t.like(releasedEvent, { type: 'Normal', action: 'Release', note: `claim deleted: NodeDisk ${diskName} on node claims-a released, Available again`, related: { name: diskName } });
+  t.like(releasedEvent, {
+    type: 'Normal',
+    action: 'Release',
+    note: `claim deleted: NodeDisk ${diskName} on node claims-a released; its node agent wipes it before it is free again`,
+    related: { name: diskName },
+  });
 });
 
 test.serial('a Bound claim says when its disk goes Missing, and is Lost when its NodeDisk is gone', async (t) => {
