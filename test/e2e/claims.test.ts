@@ -3,8 +3,8 @@
 // `edit` role (so nodedisks-claims-editor must be aggregated into it) creates a NodeDiskClaim with kubectl,
 // it binds, and the marker appears on the claim's node; a Pod built from what `kubectl nodedisks status
 // claim/NAME` prints runs on that node and sees the disk image; the user sees no other namespace's claims
-// and cannot touch a NodeDisk; a reader bound to `view` reads the claim; deleting the claim releases the
-// disk and removes its marker. One cluster for the file; the tests run in order, each building on the last.
+// and cannot touch a NodeDisk; a reader bound to `view` reads the claim; deleting the claim has the agent
+// wipe the disk, releases it and removes its marker. One cluster for the file; the tests run in order, each building on the last.
 import test, { type ExecutionContext } from 'ava';
 import { execFile } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -208,8 +208,11 @@ test.serial('a Pod made from what kubectl nodedisks status claim/NAME prints run
   await as(MEMBER, ['-n', TEAM, 'delete', 'pod', 'uses-disk', '--timeout=60s']);
 });
 
-test.serial('the member deletes the claim: the disk is released and its marker removed', async (t) => {
+test.serial('the member deletes the claim: the disk is wiped, then released, and its marker removed', async (t) => {
   t.timeout(3 * MINUTES);
+  // What the team's pod leaves on the disk, written on the node.
+  await onNode(env, M03, ['sh', '-c', `printf 'team-a was here' | dd of=${path} bs=1 seek=4096 conv=notrunc status=none && sync`]);
+  t.is(await onNode(env, M03, ['grep', '-c', 'team-a was here', path]), '1\n');
   t.regex(await as(MEMBER, ['-n', TEAM, 'delete', 'ndc', CLAIM, '--timeout=120s']), new RegExp(`^nodediskclaim.localtest.example.com "${CLAIM}" deleted`));
   // The finalizer held the claim until its disk was back: gone, the disk is Available already.
   t.regex(await refused(t, as(MEMBER, ['-n', TEAM, 'get', 'ndc', CLAIM])), /NotFound/);
@@ -221,6 +224,11 @@ test.serial('the member deletes the claim: the disk is released and its marker r
     ([phase, m]) => phase === 'Available' && m === JSON.stringify({ [M02]: [], [M03]: [], [M04]: [] }),
   );
   t.is(await onNode(env, M03, ['stat', '-c', '%s', path]), `${DISK_BYTES}\n`, 'the image itself stays');
+  // Wiped by the agent before it was free again (ADR 38): the request's token reported done, zeros only.
+  const [wipe, wipedFor] = (await k(['get', 'nodedisk', disk, '-o', 'jsonpath={.spec.desired.wipe} {.status.node.wipedFor}'])).split(' ');
+  t.regex(wipe ?? '', /^claim-/);
+  t.is(wipedFor, wipe);
+  t.is(await onNode(env, M03, ['sh', '-c', `cmp -s -n ${DISK_BYTES} ${path} /dev/zero && echo zeros`]), 'zeros\n');
 });
 
 test.serial('Ctrl-C tears the cluster down and leaves the host as found', async (t) => {
