@@ -28,6 +28,12 @@ if conds == nil then
 end
 
 local accepted = condition(conds, "Accepted")
+-- A label on a disk being wiped takes effect once the wipe is done: it gets better by itself (ADR 38).
+if accepted ~= nil and accepted.status == "False" and accepted.reason == "Wiping" then
+  hs.status = "Progressing"
+  hs.message = accepted.message or "Waiting for the disk to be wiped"
+  return hs
+end
 if accepted ~= nil and accepted.status == "False" then
   hs.status = "Degraded"
   hs.message = accepted.message or "The controller did not accept this NodeDisk"
