@@ -15,6 +15,11 @@ export interface FlagSpec {
   choices?: readonly string[];
   /** A number-valued string flag (converted, and checked to be a positive integer). */
   integer?: boolean;
+  /**
+   * A string flag that may also be given bare, as pflag's NoOptDefVal allows (kubectl's --dry-run): the
+   * bare form parses as true, and the next word is never taken for its value.
+   */
+  optionalValue?: boolean;
 }
 
 export interface PositionalSpec {
@@ -52,9 +57,13 @@ export const GLOBAL_FLAGS: Record<string, FlagSpec> = {
   help: { type: 'boolean', short: 'h', describe: 'Help for the command' },
 };
 
+/** What a bare optionalValue flag is passed to parseArgs as: no argument can hold a NUL (execve's strings end at one). */
+const BARE = '\0';
+
 /**
  * kubectl's (pflag's) flag forms that node:util's parseArgs reads differently: `-o=json` (parseArgs would
- * take "=json" as the value) and `--flag=true|false` on a boolean flag (parseArgs refuses a value).
+ * take "=json" as the value), `--flag=true|false` on a boolean flag (parseArgs refuses a value) and a bare
+ * optionalValue flag (parseArgs would take the next word as its value).
  */
 function pflagForms(argv: string[], flags: Record<string, FlagSpec>): { args: string[]; explicitFalse: string[] } {
   const args: string[] = [];
@@ -69,6 +78,10 @@ function pflagForms(argv: string[], flags: Record<string, FlagSpec>): { args: st
     if (a === '--') {
       args.push(...argv.slice(i));
       break;
+    }
+    if (a.startsWith('--') && flags[a.slice(2)]?.optionalValue) {
+      args.push(`${a}=${BARE}`);
+      continue;
     }
     const short = /^-([A-Za-z])=(.*)$/s.exec(a);
     if (short && byShort.get(short[1]!)?.f.type === 'string') {
@@ -106,6 +119,10 @@ export function parseCommand(spec: CommandSpec, argv: string[]): Record<string, 
   for (const [name, f] of Object.entries({ ...GLOBAL_FLAGS, ...spec.flags })) {
     const v = parsed.values[name] ?? f.default;
     if (v === undefined) continue;
+    if (v === BARE) {
+      args[name] = true;
+      continue;
+    }
     if (f.choices && typeof v === 'string' && !f.choices.includes(v)) {
       throw usageError(`--${name} must be one of ${f.choices.join(', ')}, got ${JSON.stringify(v)}`);
     }

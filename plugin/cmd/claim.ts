@@ -14,6 +14,7 @@ import { EXIT, PluginError, usageError } from '../errors.ts';
 import { escapeControl } from '../escape.ts';
 import { goJson, sortKeys } from '../kubectl/goformat.ts';
 import { YAML_OPTIONS } from '../kubectl/printers.ts';
+import { DRY_RUN_FLAG, dryRunMode } from './flags.ts';
 
 export interface ClaimArgs extends ClaimSpecFlags {
   name?: string | undefined;
@@ -21,7 +22,7 @@ export interface ClaimArgs extends ClaimSpecFlags {
   wait?: boolean | undefined;
   timeout?: string | undefined;
   output?: string | undefined;
-  'dry-run'?: string | undefined;
+  'dry-run'?: string | true | undefined;
   'field-manager'?: string | undefined;
 }
 
@@ -40,12 +41,6 @@ export async function printClaims(items: NodeDiskClaim[], format: 'json' | 'yaml
   const doc = single && clean.length === 1 ? clean[0] : { apiVersion: 'v1', items: clean, kind: 'List', metadata: { resourceVersion: '' } };
   if (format === 'json') out(goJson(doc, '    ') + '\n');
   else out((await import('js-yaml')).dump(sortKeys(doc), YAML_OPTIONS));
-}
-
-function dryRunMode(v: string | undefined): 'none' | 'client' | 'server' {
-  if (v === undefined || v === 'none') return 'none';
-  if (v === 'client' || v === 'server') return v;
-  throw usageError(`--dry-run must be none, client or server, got ${JSON.stringify(v)}`);
 }
 
 /**
@@ -117,7 +112,7 @@ export const claimCommand: CommandSpec<ClaimArgs> = {
     wait: { type: 'boolean', default: false, describe: 'Wait until the claim is Bound and Ready, then print its node and path' },
     timeout: { type: 'string', default: '60s', describe: 'With --wait: give up after this long, with the reason the claim is Pending' },
     output: { type: 'string', short: 'o', describe: 'name, yaml or json: print the claim (as created; with --wait, as bound) instead of the created line' },
-    'dry-run': { type: 'string', default: 'none', describe: 'none, client (print only) or server (the API server validates, nothing is stored)' },
+    'dry-run': DRY_RUN_FLAG,
     'field-manager': { type: 'string', default: FIELD_MANAGER.plugin, describe: 'Name of the manager used to track field ownership' },
   },
   examples: [
@@ -129,7 +124,7 @@ export const claimCommand: CommandSpec<ClaimArgs> = {
     const name = args.name ?? '';
     if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name))
       throw usageError(`invalid claim name ${JSON.stringify(name)}: lower case letters, digits, '-' and '.', starting and ending with a letter or digit`);
-    const mode = dryRunMode(args['dry-run']);
+    const mode = dryRunMode(args['dry-run'], 'none', 'none, client or server', session.io);
     const output = args.output;
     if (output !== undefined && output !== 'name' && output !== 'yaml' && output !== 'json') throw usageError(`-o/--output for claim is name, yaml or json, got ${JSON.stringify(output)}`);
     const timeoutMs = durationFlag(args.timeout ?? '60s', '--timeout');

@@ -60,6 +60,8 @@ function readTyped(words: string[], commands: CommandSpec[]): Typed {
       const name = byName(flags, eq > 0 ? w.slice(0, eq) : w.startsWith('--') ? w : w.slice(0, 2));
       if (!name || flags[name]!.type !== 'string') continue;
       if (eq > 0) t.values[name] = w.slice(eq + 1);
+      else if (flags[name]!.optionalValue)
+        continue; // bare: the next word is not its value
       else if (!w.startsWith('--') && w.length > 2)
         t.values[name] = w.slice(2); // -ojson
       else if (i + 1 < words.length) t.values[name] = words[++i]!;

@@ -11,26 +11,19 @@ import { usageError } from '../errors.ts';
 import { escapeControl } from '../escape.ts';
 import { qualifiedName } from '../kubectl/printers.ts';
 import { hasSelection, resolveTargets, type SelectionFlags } from '../select.ts';
-import { SELECTION_FLAGS } from './flags.ts';
+import { DRY_RUN_FLAG, dryRunMode, SELECTION_FLAGS } from './flags.ts';
 
 export interface CordonArgs extends SelectionFlags {
   names: string[];
-  'dry-run'?: string | undefined;
+  'dry-run'?: string | true | undefined;
   'field-manager'?: string | undefined;
-}
-
-/** kubectl's --dry-run: none, client (nothing sent) or server (validated, not stored). */
-function dryRunMode(v: string | undefined): 'none' | 'client' | 'server' {
-  if (v === undefined || v === 'none') return 'none';
-  if (v === 'client' || v === 'server') return v;
-  if (v === '' || v === 'true') return 'client';
-  throw usageError(`--dry-run must be none, client or server, got ${JSON.stringify(v)}`);
 }
 
 async function execute(session: Session, args: CordonArgs, cordon: boolean): Promise<void> {
   const verb = cordon ? 'cordon' : 'uncordon';
   if (!args.names.length && !hasSelection(args)) throw usageError(`${verb} needs disk names, or -l/--node; see kubectl nodedisks ${verb} --help`);
-  const mode = dryRunMode(args['dry-run']);
+  // kubectl's --dry-run: none, client (nothing sent) or server (validated, not stored).
+  const mode = dryRunMode(args['dry-run'], 'none', 'none, client or server', session.io);
   const client = session.client();
   const fieldManager = args['field-manager'] ?? FIELD_MANAGER.plugin;
   // kubectl cordon's words: "(dry run)" for a client dry run, "(server dry run)" for a server one.
@@ -56,7 +49,7 @@ async function execute(session: Session, args: CordonArgs, cordon: boolean): Pro
 
 const FLAGS = {
   ...SELECTION_FLAGS,
-  'dry-run': { type: 'string' as const, default: 'none', describe: 'none, client (print only) or server (the API server validates, nothing is stored)' },
+  'dry-run': DRY_RUN_FLAG,
   'field-manager': { type: 'string' as const, default: FIELD_MANAGER.plugin, describe: 'Name of the manager used to track field ownership' },
 };
 

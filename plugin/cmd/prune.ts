@@ -14,10 +14,10 @@ import { usageError } from '../errors.ts';
 import { escapeControl } from '../escape.ts';
 import { qualifiedName } from '../kubectl/printers.ts';
 import { selected, type SelectionFlags } from '../select.ts';
-import { SELECTION_FLAGS } from './flags.ts';
+import { dryRunMode, SELECTION_FLAGS } from './flags.ts';
 
 export interface PruneArgs extends SelectionFlags {
-  'dry-run'?: string | undefined;
+  'dry-run'?: string | true | undefined;
   'reserved-by'?: string | undefined;
   'field-manager'?: string | undefined;
 }
@@ -35,14 +35,8 @@ function reservedBy(nd: NodeDisk): string | undefined {
   return nd.spec.desired?.state === 'Reserved' ? (nd.spec.desired.owner ?? '') : undefined;
 }
 
-function dryRunMode(v: string | undefined): 'none' | 'client' | 'server' {
-  if (v === undefined || v === 'client' || v === '' || v === 'true') return 'client';
-  if (v === 'none' || v === 'server') return v;
-  throw usageError(`--dry-run must be client (list only, the default), server or none (delete), got ${JSON.stringify(v)}`);
-}
-
 async function execute(session: Session, args: PruneArgs): Promise<void> {
-  const mode = dryRunMode(args['dry-run']);
+  const mode = dryRunMode(args['dry-run'], 'client', 'client (list only, the default), server or none (delete)', session.io);
   const owner = args['reserved-by'];
   if (owner === '') throw usageError(`--reserved-by needs the owner whose reservations may be removed (${AUTO_OWNER} for the label policy's)`);
   const client = session.client();
@@ -103,7 +97,7 @@ export const pruneCommand: CommandSpec<PruneArgs> = {
   positionals: [],
   flags: {
     ...SELECTION_FLAGS,
-    'dry-run': { type: 'string', default: 'client', describe: 'client (list only, the default), server (the API server validates, nothing is deleted) or none (delete)' },
+    'dry-run': { type: 'string', optionalValue: true, default: 'client', describe: 'client (list only, the default), server (the API server validates, nothing is deleted) or none (delete)' },
     'reserved-by': { type: 'string', describe: 'Also delete the reserved ones of this owner (auto for the label policy); others are kept and listed on stderr' },
     'field-manager': { type: 'string', default: FIELD_MANAGER.plugin, describe: 'Name of the manager used to track field ownership' },
   },

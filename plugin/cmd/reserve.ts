@@ -11,18 +11,11 @@ import { printNodeDisks, type OutputFormat } from '../kubectl/printers.ts';
 import { carryOutEach, reserveOneFree, type Outcome, type Run } from '../reserve/execute.ts';
 import { planEach, validateOwner, type Action, type Request } from '../reserve/plan.ts';
 import { hasSelection, resolveTargets } from '../select.ts';
-import { MUTATE_FLAGS, type MutateArgs } from './flags.ts';
+import { dryRunMode, MUTATE_FLAGS, type MutateArgs } from './flags.ts';
 import { newWipeToken } from '../../api/wipe.ts';
 
-function dryRunMode(v: string | undefined): 'none' | 'client' | 'server' {
-  if (v === undefined || v === 'none') return 'none';
-  if (v === 'client' || v === 'server') return v;
-  if (v === '' || v === 'true') return 'client';
-  throw usageError(`--dry-run must be none, client or server, got ${JSON.stringify(v)}`);
-}
-
 async function execute(session: Session, args: MutateArgs, action: Action): Promise<void> {
-  const mode = dryRunMode(args['dry-run']);
+  const mode = dryRunMode(args['dry-run'], 'none', 'none, client or server', session.io);
   const print = args.output;
   if (print !== undefined && print !== 'yaml' && print !== 'json') throw usageError('-o for reserve/release is yaml or json (the patches)');
   if (action === 'reserve') validateOwner(args.owner);

@@ -68,6 +68,14 @@ test.serial('cordon takes a disk out of what is handed out, says so in list -o w
   t.is((await admin().get(d1)).metadata.labels?.[LABEL_CORDONED], 'true');
   t.is((await nd('cordon', d1)).stdout, `${q(d1)} already cordoned\n`);
   t.is((await nd('uncordon', d2, '--dry-run=server')).stdout, `${q(d2)} already uncordoned (server dry run)\n`);
+  // A bare --dry-run is read as kubectl reads it: a client dry run, with kubectl's own warning.
+  const theirs = await kubectl(['delete', 'nodedisk', d3, '--dry-run']);
+  t.is(theirs.stdout, `nodedisk.localtest.example.com "${d3}" deleted (dry run)\n`, theirs.stderr);
+  t.regex(theirs.stderr, /--dry-run is deprecated and can be replaced with --dry-run=client\.\n/);
+  const ours = await nd('cordon', d3, '--dry-run');
+  t.is(ours.stdout, `${q(d3)} cordoned (dry run)\n`, ours.stderr);
+  t.is(ours.stderr, 'Warning: --dry-run is deprecated and can be replaced with --dry-run=client.\n');
+  t.is((await admin().get(d3)).metadata.labels?.[LABEL_CORDONED], undefined);
 
   const wide = await nd('list', '--node', LIVE, '-o', 'wide');
   t.regex(wide.stdout, /^NAME\s+NODE\s+DISK\s+DESIRED\s+PHASE\s+OWNER\s+CAPACITY\s+READY\s+CORDONED\s+AGE\n/);
@@ -139,6 +147,10 @@ test.serial('prune lists the NodeDisks of gone nodes by default; --dry-run=none 
   t.is(listed.stdout, `${q(free)} deleted (dry run)\n${q(guarded)} deleted (dry run)\n`);
   t.regex(listed.stderr, new RegExp(`${q(held)} kept: node node-g1 is gone, but it is reserved by team-db \\(add --reserved-by=team-db to remove it\\)`));
   t.regex(listed.stderr, /Nothing was deleted: run with --dry-run=none to delete these/);
+  const bare = await nd('prune', '--dry-run');
+  t.is(bare.code, 0, bare.stderr);
+  t.is(bare.stdout, listed.stdout, 'a bare --dry-run is --dry-run=client, as in kubectl');
+  t.true(bare.stderr.startsWith('Warning: --dry-run is deprecated and can be replaced with --dry-run=client.\n'), bare.stderr);
   t.is((await Promise.all(all.map(getOrGone))).filter(Boolean).length, 3, 'the default deletes nothing');
   t.is((await nd('prune', '--dry-run=server')).stdout, `${q(free)} deleted (server dry run)\n${q(guarded)} deleted (server dry run)\n`);
   t.truthy(await getOrGone(free));

@@ -130,7 +130,7 @@ test.serial('completion offers the names of the last node of 1,200 NodeDisks, by
 });
 
 test.serial("a list page's continue token is found at the end of the API server's own text, so the informer asks for the next page before parsing", async (t) => {
-  // The informer's prefetch (lib/kube/informer.ts) rests on the server writing a list's metadata last;
+  // The informer's prefetch (lib/kube/informer-list.ts) rests on the server writing a list's metadata last;
   // were that to change, lists would stay correct but lose the overlap. This checks the real layout.
   const c = client();
   const node = 'node-pages';

@@ -263,7 +263,7 @@ test.serial('usage errors: exit 2 with the fix', async (t) => {
   const owner = await plugin('reserve', 'x', '--owner', 'auto');
   t.is(owner.code, 2);
   t.regex(owner.err, /--owner auto is reserved for the label policy/);
-  const dry = await plugin('reserve', 'x', '--dry-run', 'maybe');
+  const dry = await plugin('reserve', 'x', '--dry-run=maybe');
   t.is(dry.code, 2);
   t.regex(dry.err, /--dry-run must be none, client or server/);
   const out = await plugin('list', '-o', 'table');
