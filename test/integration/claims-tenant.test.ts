@@ -205,6 +205,25 @@ test.serial('a namespace holds at most its max-disks annotation: a retained disk
     await deleteClaim(ns, name);
 });
 
+test.serial('claims created together never take a namespace past its limit: 10 claims, max-disks 3, 3 Bound', async (t) => {
+  const made: NodeDisk[] = [];
+  for (let i = 1; i <= 10; i++) made.push(await fakeDisk('tenant-burst', `disk${i}`, { bytes: 64 * MiB }));
+  const teamW = await team('tenant-w');
+  await kubectl('annotate', 'namespace', 'tenant-w', `${MAX_DISKS}=3`);
+  await Promise.all(Array.from({ length: 10 }, (_, i) => teamW.create(newClaim('tenant-w', `c${i}`, { nodeName: 'tenant-burst' }), { fieldManager: 'kubectl' })));
+  const settled = await eventually('3 Bound and 7 Pending', async () => {
+    const items = (await adminClaims().list('tenant-w')).items;
+    const b = items.filter(bound);
+    const p = items.filter(pending);
+    return b.length === 3 && p.length === 7 ? { b, p } : undefined;
+  });
+  for (const c of settled.p) t.regex(c.status?.message ?? '', /^namespace tenant-w holds 3 of the 3 disks/);
+  const held = (await admin().list()).items.filter((d) => d.spec.desired?.owner?.startsWith('claim:tenant-w/'));
+  t.is(held.length, 3);
+  await kubectl('delete', 'ndc', '-n', 'tenant-w', '--all', '--wait=true', '--timeout=60s');
+  for (const nd of made) await kubectl('delete', 'nodedisk', nd.metadata.name!);
+});
+
 test.serial("a team with edit in its namespace cannot change its Namespace's max-disks", async (t) => {
   await team('tenant-s');
   const user = await controlPlane().namespacedUser('tenant-s', 'dev');
