@@ -50,6 +50,11 @@ export const RECOVERED_OWNER = 'recovered-from-node';
  * `<namespace>/<name>`, so `kubectl get ndisk -o wide` names the claim.
  */
 export const CLAIM_OWNER_PREFIX = 'claim:';
+/**
+ * Annotation on a Namespace, set by a cluster admin: how many disks the claims of that namespace may hold
+ * at once, the disks retained for its deleted claims counted (a whole number; none: no limit).
+ */
+export const ANNOTATION_MAX_DISKS = `${GROUP}/max-disks`;
 
 /** Server-side apply field managers: one per writer (see docs/design.md, "Who writes what"). */
 export const FIELD_MANAGER = {

@@ -1,63 +1,15 @@
-// What the claims binder decides, as pure functions of a claim and the NodeDisks it sees: which disks fit
-// a claim and, when none does, why not in one line a scheduler would write ("0/9 disks fit: 4 reserved,
-// 3 smaller than 32Mi, 2 on nodes whose agent is stale"); and the claim's status from the disk it holds.
-// See docs/adr/0034-node-disk-claims.md.
+// What the claims binder decides, as pure functions of a claim and the NodeDisks it sees: how many disks
+// do not fit a claim and why (read off the binder's index; the words and the per-disk judgement are
+// api/claim-fit.ts's, shared with the plugin); and the claim's status from the disk it holds, or from
+// the Pending line its team reads. See docs/adr/0034-node-disk-claims.md.
+import { type FitContext, type Misfit, agentStale, misfit } from '../api/claim-fit.ts';
 import { CLAIM_CONDITION, CLAIM_OWNER_PREFIX } from '../api/constants.ts';
-import { type NotFreeKind, notFree } from '../api/free-disk.ts';
 import { quantityBytes } from '../api/quantity.ts';
-import type { LabelSelector, NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
+import type { NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
 import type { Condition, ConditionStatus, NodeDisk } from '../api/v1alpha1/types.ts';
-import type { AgentLiveness } from './agent-liveness.ts';
 import type { FreeDiskIndex } from './free-disk-index.ts';
 
-/** Why a disk does not fit a claim: it is not the one asked for, or not free (api/free-disk.ts), or too small, or its agent is stale. */
-export type Misfit = 'other-disk' | 'other-node' | 'selector' | NotFreeKind | 'too-small' | 'stale';
-
-export interface FitContext {
-  now: number;
-  /** For a node with no heartbeat Lease: a report older than this is stale (as the Ready condition judges). */
-  staleAfterMs: number;
-  liveness?: (node: string) => AgentLiveness;
-}
-
-/** Whether `labels` satisfy a metav1.LabelSelector (all of matchLabels and matchExpressions). */
-export function matchesSelector(selector: LabelSelector | undefined, labels: Record<string, string> | undefined): boolean {
-  if (!selector) return true;
-  const l = labels ?? {};
-  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (l[k] !== v) return false;
-  for (const e of selector.matchExpressions ?? []) {
-    const has = Object.hasOwn(l, e.key);
-    const values = e.values ?? [];
-    if (e.operator === 'In' && !(has && values.includes(l[e.key]!))) return false;
-    if (e.operator === 'NotIn' && has && values.includes(l[e.key]!)) return false;
-    if (e.operator === 'Exists' && !has) return false;
-    if (e.operator === 'DoesNotExist' && has) return false;
-  }
-  return true;
-}
-
-/** Whether the agent that reports `nd` is stale: its heartbeat Lease expired, or with none, its report is old. */
-export function agentStale(nd: NodeDisk, ctx: FitContext): boolean {
-  const liveness = ctx.liveness?.(nd.spec.nodeName);
-  if (liveness?.kind === 'stale') return true;
-  if (liveness?.kind === 'alive') return false;
-  const seen = Date.parse(nd.status?.node?.lastSeenTime ?? '');
-  return !Number.isNaN(seen) && ctx.now - seen > ctx.staleAfterMs;
-}
-
-/** Why `nd` cannot serve `claim`, or undefined when it fits. */
-export function misfit(claim: NodeDiskClaim, nd: NodeDisk, ctx: FitContext): Misfit | undefined {
-  const spec = claim.spec ?? {};
-  if (spec.diskName !== undefined && spec.diskName !== nd.metadata.name) return 'other-disk';
-  if (spec.nodeName !== undefined && spec.nodeName !== nd.spec.nodeName) return 'other-node';
-  if (!matchesSelector(spec.selector, nd.metadata.labels)) return 'selector';
-  const why = notFree(nd);
-  if (why) return why.kind;
-  const min = spec.minCapacity !== undefined ? quantityBytes(spec.minCapacity) : undefined;
-  if (min !== undefined && (nd.status?.node?.capacityBytes ?? 0) < min) return 'too-small';
-  if (agentStale(nd, ctx)) return 'stale';
-  return undefined;
-}
+export { type FitContext, type Misfit, agentStale, matchesSelector, misfit } from '../api/claim-fit.ts';
 
 /** The bytes a claim asks for at least (0 when it names no minCapacity). */
 export function minBytes(claim: NodeDiskClaim): number {
@@ -73,7 +25,7 @@ export function filterKey(claim: NodeDiskClaim): string {
 
 /**
  * Every disk the index holds counted once, by the first reason it does not fit `claim` (as `misfit`
- * judges), for the Pending line. Without a selector most of it is read off the index's counts: what is
+ * judges), for the cluster-wide line (api/claim-fit.ts disksFitLine) that the controller logs. Without a selector most of it is read off the index's counts: what is
  * on other nodes, what is not free and why, what is free but too small; only the free disks big enough
  * are looked at one by one (for their agent). A selector can only be judged disk by disk, on the claim's
  * node if it names one.
@@ -102,48 +54,6 @@ export function misfitCounts(claim: NodeDiskClaim, index: FreeDiskIndex, ctx: Fi
   add('too-small', index.freeSmallerThan(min, node));
   for (const nd of index.candidates(min, node)) add(misfit(claim, nd, ctx));
   return { total, counts };
-}
-
-function misfitWords(m: Misfit, claim: NodeDiskClaim): string {
-  switch (m) {
-    case 'other-disk':
-      return `not ${claim.spec.diskName}`;
-    case 'other-node':
-      return `on other nodes than ${claim.spec.nodeName}`;
-    case 'selector':
-      return 'not matching the selector';
-    case 'deleting':
-      return 'being deleted';
-    case 'reserved':
-      return 'reserved';
-    case 'wiping':
-      return 'being wiped';
-    case 'labelled':
-      return 'labelled for the label policy';
-    case 'cordoned':
-      return 'cordoned';
-    case 'node-gone':
-      return 'on nodes that are gone';
-    case 'node-replaced':
-      return 'found on a machine replaced since';
-    case 'unreported':
-      return 'not reported by their agent yet';
-    case 'phase':
-      return 'not Available on their node';
-    case 'unsized':
-      return 'empty or of unknown size';
-    case 'too-small':
-      return `smaller than ${claim.spec.minCapacity}`;
-    case 'stale':
-      return 'on nodes whose agent is stale';
-  }
-}
-
-/** The Pending line: `0/<all> disks fit: <count> <why>, …`, the largest count first. */
-export function pendingMessage(claim: NodeDiskClaim, total: number, counts: ReadonlyMap<Misfit, number>): string {
-  if (total === 0) return '0/0 disks fit: there are no NodeDisks';
-  const parts = [...counts].map(([m, n]) => ({ n, words: misfitWords(m, claim) })).sort((a, b) => b.n - a.n || a.words.localeCompare(b.words));
-  return `0/${total} disks fit: ${parts.map((p) => `${p.n} ${p.words}`).join(', ')}`;
 }
 
 /** The claim `namespace/name` a NodeDisk's owner names, if it is a claim's. */

@@ -15,7 +15,8 @@
 import type { Histogram } from '../lib/runtime/prom-client.ts';
 import type { NodeDiskClaimClient } from '../api/claim-client.ts';
 import type { NodeDiskClient } from '../api/client.ts';
-import { API_VERSION, CLAIM_FINALIZER, CLAIM_KIND, FIELD_MANAGER, KIND } from '../api/constants.ts';
+import { disksFitLine, tenantPendingLine } from '../api/claim-fit.ts';
+import { ANNOTATION_MAX_DISKS, API_VERSION, CLAIM_FINALIZER, CLAIM_KIND, FIELD_MANAGER, KIND } from '../api/constants.ts';
 import { claimOwner } from '../api/owner.ts';
 import { claimWipeToken } from '../api/wipe.ts';
 import type { NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
@@ -26,8 +27,9 @@ import { WorkQueue } from '../lib/kube/workqueue.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import type { AgentHeartbeats } from './agent-liveness.ts';
 import { type EventRecorder, type ObjectRef, refOf } from './events.ts';
-import { boundStatus, claimKeyOfOwner, type FitContext, filterKey, lostStatus, minBytes, misfit, misfitCounts, pendingMessage, pendingStatus, sameClaimStatus } from './claim-fit.ts';
+import { boundStatus, claimKeyOfOwner, type FitContext, filterKey, lostStatus, minBytes, misfit, misfitCounts, pendingStatus, sameClaimStatus } from './claim-fit.ts';
 import { FreeDiskIndex } from './free-disk-index.ts';
+import { NamespaceLimits } from './namespace-limits.ts';
 
 export interface BinderOptions {
   claims: NodeDiskClaimClient;
@@ -56,6 +58,10 @@ export class Binder {
   private readonly o: BinderOptions;
   /** Disks a worker is binding right now: the other workers choose another one rather than collide. */
   private readonly inFlight = new Set<string>();
+  /** Binds under way by namespace: two workers never take a namespace past its limit together. */
+  private readonly inFlightByNamespace = new Map<string, number>();
+  /** How many disks each namespace's claims may hold (annotation localtest.example.com/max-disks). */
+  readonly limits: NamespaceLimits;
   /** NodeDisks changed since the last flush (one pass over the claims for all of them). */
   private readonly changedDisks = new Set<string>();
   private anyDiskChanged = false;
@@ -64,10 +70,11 @@ export class Binder {
   /** The NodeDisks by what a claim asks of them: a bind looks at candidates only, not at every NodeDisk. */
   readonly index = new FreeDiskIndex();
   /**
-   * Pending lines by claim filter (filterKey), for the index's generation they were found at: the claims
-   * that ask the same share one count over the disks until a disk (or an agent) changes.
+   * Claim filters (filterKey) no disk fits, for the index's generation they were found at: the claims
+   * that ask the same share one look (and one count over the disks, for the log) until a disk or an
+   * agent changes. The Pending line itself depends on the filter only (api/claim-fit.ts).
    */
-  private readonly noFit = new Map<string, string>();
+  private readonly noFit = new Map<string, { line: string; disks?: string }>();
   private noFitGeneration = -1;
 
   constructor(o: BinderOptions) {
@@ -88,6 +95,15 @@ export class Binder {
       },
       { log: o.log.with({ loop: 'claims-informer' }), key: keyOfNamespaced, ...(o.watchList === false ? { watchList: false } : {}) },
     );
+    this.limits = new NamespaceLimits({
+      rest: o.claims.rest,
+      log: o.log,
+      // A limit raised (or set): the namespace's claims without a disk look again.
+      onChange: (ns) => {
+        for (const [key, c] of this.informer.cache) if (c.metadata.namespace === ns && c.status?.phase !== 'Bound' && c.status?.phase !== 'Lost') this.queue.add(key);
+      },
+      ...(o.watchList === false ? { watchList: false } : {}),
+    });
   }
 
   /**
@@ -125,15 +141,18 @@ export class Binder {
   readiness(): string | undefined {
     if (!this.informer.hasSynced) return `claims informer not synced${this.informer.error ? `: ${this.informer.error.message}` : ''}`;
     if (this.informer.error) return `cannot list or watch NodeDiskClaims: ${this.informer.error.message}`;
+    const limits = this.limits.readiness();
+    if (limits) return limits;
     if (this.failing) return `the last write for claim ${this.failing.key} failed: ${this.failing.error}`;
     return undefined;
   }
 
   async run(signal: AbortSignal): Promise<void> {
     const informerDone = this.informer.run(signal);
+    const limitsDone = this.limits.run(signal);
     signal.addEventListener('abort', () => this.queue.shutDown(), { once: true });
     const workers = Array.from({ length: this.o.workers }, () => this.worker(signal));
-    await Promise.all([informerDone, ...workers]);
+    await Promise.all([informerDone, limitsDone, ...workers]);
   }
 
   private async worker(signal: AbortSignal): Promise<void> {
@@ -195,7 +214,7 @@ export class Binder {
     const claim = this.informer.cache.get(key);
     if (!claim) return undefined;
     // Nothing is judged before both caches are known: a disk would look free, or a binding gone.
-    if (!this.o.diskInformer.hasSynced || (this.o.heartbeats && !this.o.heartbeats.hasSynced)) return 1000;
+    if (!this.o.diskInformer.hasSynced || !this.limits.hasSynced || (this.o.heartbeats && !this.o.heartbeats.hasSynced)) return 1000;
     const ns = claim.metadata.namespace ?? '';
     const name = claim.metadata.name ?? '';
     const owner = claimOwner(ns, name);
@@ -255,7 +274,10 @@ export class Binder {
     if (!sameClaimStatus(claim.status, status)) {
       const updated = await this.o.claims.applyStatus({ apiVersion: API_VERSION, kind: CLAIM_KIND, metadata: { name, namespace: ns }, status }, { fieldManager: FIELD_MANAGER.controller });
       this.informer.storeOwnWrite(updated);
-      if (status.phase !== claim.status?.phase) this.o.log.info(`claim ${status.phase}`, { claim: key, nodeDisk: status.diskName, message: status.message });
+      // The cluster-wide count goes to the log, for the people who may read NodeDisks, never to the team.
+      const disks = status.phase === 'Pending' ? { disks: this.disksFit(claim, ctx) } : {};
+      if (status.phase !== claim.status?.phase || status.message !== claim.status?.message)
+        this.o.log.info(`claim ${status.phase}`, { claim: key, nodeDisk: status.diskName, message: status.message, ...disks });
       this.phaseEvent(updated, claim.status, status);
     }
     return undefined;
@@ -290,13 +312,29 @@ export class Binder {
     const spec = claim.spec ?? {};
     const filter = filterKey(claim);
     const min = minBytes(claim);
+    const ns = claim.metadata.namespace ?? '';
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      // The namespace's limit first: from here to the write's start nothing is awaited, so the count and
+      // the binds under way are the truth for this worker and the others.
+      const limit = this.limits.limit(ns);
+      if (limit.kind === 'invalid')
+        return {
+          message: `the annotation ${ANNOTATION_MAX_DISKS} of namespace ${ns} is ${JSON.stringify(limit.value)}, not a whole number: no disk is bound for its claims until a cluster admin corrects it`,
+        };
+      if (limit.kind === 'max') {
+        const holds = this.index.reservedForNamespace(ns);
+        if (holds >= limit.disks)
+          return {
+            message: `namespace ${ns} holds ${holds} of the ${limit.disks} disks its annotation ${ANNOTATION_MAX_DISKS} allows (retained disks count too): delete a claim, or ask a cluster admin to free a retained disk or raise the limit`,
+          };
+        if (holds + (this.inFlightByNamespace.get(ns) ?? 0) >= limit.disks) return { message: '', retryMs: 100 };
+      }
       if (this.noFitGeneration !== this.index.generation) {
         this.noFit.clear();
         this.noFitGeneration = this.index.generation;
       }
       const known = this.noFit.get(filter);
-      if (known !== undefined) return { message: known };
+      if (known !== undefined) return { message: known.line };
       // The smallest free disk that is big enough, then by name, not being bound by another worker: as the
       // PV binder, a claim gets no more than it asked for, and the large disks stay for the claims that
       // need them; among equal disks, a node's are handed out in a predictable order (as reserve does).
@@ -317,13 +355,13 @@ export class Binder {
       }
       if (!pick) {
         if (busy) return { message: '', retryMs: 100 };
-        const { total, counts } = misfitCounts(claim, this.index, ctx);
-        const message = pendingMessage(claim, total, counts);
-        this.noFit.set(filter, message);
+        const message = tenantPendingLine(claim);
+        this.noFit.set(filter, { line: message });
         return { message };
       }
       const diskName = pick.metadata.name ?? '';
       this.inFlight.add(diskName);
+      this.inFlightByNamespace.set(ns, (this.inFlightByNamespace.get(ns) ?? 0) + 1);
       try {
         // force: the default Available belongs to the agent (ADR 4); the resourceVersion keeps force from
         // taking a disk anyone wrote since it was chosen.
@@ -340,9 +378,23 @@ export class Binder {
         await this.refresh(diskName);
       } finally {
         this.inFlight.delete(diskName);
+        const n = (this.inFlightByNamespace.get(ns) ?? 0) - 1;
+        if (n > 0) this.inFlightByNamespace.set(ns, n);
+        else this.inFlightByNamespace.delete(ns);
       }
     }
     return { message: '', retryMs: 200 };
+  }
+
+  /** Why no disk fits `claim`, every disk counted (`0/9 disks fit: …`), once per filter and index generation. */
+  private disksFit(claim: NodeDiskClaim, ctx: FitContext): string {
+    const filter = filterKey(claim);
+    const entry = this.noFit.get(filter);
+    if (entry?.disks !== undefined && this.noFitGeneration === this.index.generation) return entry.disks;
+    const { total, counts } = misfitCounts(claim, this.index, ctx);
+    const disks = disksFitLine(claim, total, counts);
+    if (entry && this.noFitGeneration === this.index.generation) entry.disks = disks;
+    return disks;
   }
 
   /** A fresh read of a disk into the cache (a write found it changed): the next choice sees what won. */

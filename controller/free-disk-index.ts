@@ -1,12 +1,14 @@
 // The claims binder's index of the NodeDisks it sees (docs/adr/0034-node-disk-claims.md): the free disks
 // (api/free-disk.ts) in capacity order, all of them and per node, so that "the smallest free disk of at
 // least minCapacity" is a binary search, not a scan of every NodeDisk; how many disks are not free for each
-// reason, all of them and per node, for the Pending line; and which disks are reserved for an owner.
+// reason, all of them and per node, for the cluster-wide count the controller logs; which disks are
+// reserved for an owner; and how many are reserved for the claims of each namespace (its limit).
 //
 // It is kept up to date by `update(name, disk)` from the NodeDisk informer's events and after the binder's
 // own writes, always with what the cache now holds. It is a guide, not the truth: the binder checks every
 // candidate it takes from here against the cache and the claim before it writes, and the write is
 // conditional on the version it chose from.
+import { CLAIM_OWNER_PREFIX } from '../api/constants.ts';
 import { type NotFreeKind, notFree } from '../api/free-disk.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 
@@ -63,11 +65,20 @@ function lowerBound(free: readonly Entry[], capacity: number, name = ''): number
 
 const EMPTY = new Bucket();
 
+/** The namespace of a claim's owner (`claim:<namespace>/<name>…`), or undefined for any other owner. */
+function claimNamespace(owner: string): string | undefined {
+  if (!owner.startsWith(CLAIM_OWNER_PREFIX)) return undefined;
+  const slash = owner.indexOf('/', CLAIM_OWNER_PREFIX.length);
+  return slash > CLAIM_OWNER_PREFIX.length ? owner.slice(CLAIM_OWNER_PREFIX.length, slash) : undefined;
+}
+
 export class FreeDiskIndex {
   private readonly entries = new Map<string, Entry>();
   private readonly everywhere = new Bucket();
   private readonly nodes = new Map<string, Bucket>();
   private readonly owners = new Map<string, Set<string>>();
+  /** Disks reserved for a claim (`claim:<namespace>/…`), by namespace: bound, or retained with no claim left. */
+  private readonly claimNamespaces = new Map<string, number>();
   private gen = 0;
 
   /** Grows with every change the index sees: what is derived from it holds while this stays the same. */
@@ -110,6 +121,8 @@ export class FreeDiskIndex {
       const names = this.owners.get(e.owner) ?? new Set<string>();
       this.owners.set(e.owner, names);
       names.add(name);
+      const ns = claimNamespace(e.owner);
+      if (ns !== undefined) this.claimNamespaces.set(ns, (this.claimNamespaces.get(ns) ?? 0) + 1);
     }
   }
 
@@ -133,6 +146,12 @@ export class FreeDiskIndex {
       const names = this.owners.get(e.owner);
       names?.delete(e.name);
       if (names?.size === 0) this.owners.delete(e.owner);
+      const ns = claimNamespace(e.owner);
+      if (ns !== undefined) {
+        const n = (this.claimNamespaces.get(ns) ?? 0) - 1;
+        if (n > 0) this.claimNamespaces.set(ns, n);
+        else this.claimNamespaces.delete(ns);
+      }
     }
   }
 
@@ -169,6 +188,11 @@ export class FreeDiskIndex {
   /** The disk `name` as the index last saw it. */
   disk(name: string): NodeDisk | undefined {
     return this.entries.get(name)?.disk;
+  }
+
+  /** How many disks are reserved for the claims of `namespace`, bound or retained. */
+  reservedForNamespace(namespace: string): number {
+    return this.claimNamespaces.get(namespace) ?? 0;
   }
 
   /** The names of the disks reserved for `owner`. */

@@ -92,7 +92,7 @@ Application team (ServiceAccount team-a/dev, only the edit role in namespace tea
   kubectl nodedisks claim db --min-capacity 32Mi --wait    # bound to a disk; its .reserved marker is on that node
   kubectl get ndc
   kubectl nodedisks status claim/db
-  kubectl nodedisks claim big --min-capacity 1Gi           # Pending: "0/9 disks fit: 8 smaller than 1Gi, 1 reserved"
+  kubectl nodedisks claim big --min-capacity 1Gi           # Pending: "no free disk of at least 1Gi"
   kubectl nodedisks status claim/big
   kubectl delete ndc db big                                # releases the disk
 

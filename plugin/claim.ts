@@ -1,6 +1,7 @@
 // NodeDiskClaims in the plugin, the pure parts: the claim a command line asks for, the label selector
 // it names, what a claim's status says in words, and the pod snippet that uses a Bound claim's disk.
 // The commands are ./cmd/claim.ts, ./cmd/claims.ts and the claim/NAME form of ./cmd/status.ts.
+import { selectorWords } from '../api/claim-fit.ts';
 import { API_VERSION, CLAIM_CONDITION, CLAIM_KIND, CLAIM_SINGULAR, GROUP, MAX_NAME_LENGTH } from '../api/constants.ts';
 import { DNS_SUBDOMAIN_PATTERN, nodeNameProblem } from '../api/names.ts';
 import { quantityBytes } from '../api/quantity.ts';
@@ -193,24 +194,25 @@ export function claimAsks(c: NodeDiskClaim): string {
   if (s.nodeName) parts.push(`node ${s.nodeName}`);
   if (s.minCapacity) parts.push(`at least ${s.minCapacity}`);
   if (s.selector) {
-    const labels = Object.entries(s.selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
-    const exprs = (s.selector.matchExpressions ?? []).map((e) =>
-      e.operator === 'Exists' ? e.key : e.operator === 'DoesNotExist' ? `!${e.key}` : `${e.key} ${e.operator === 'In' ? 'in' : 'notin'} (${(e.values ?? []).join(',')})`,
-    );
-    if (labels.length + exprs.length) parts.push(`labels ${[...labels, ...exprs].join(',')}`);
+    const words = selectorWords(s.selector);
+    if (words) parts.push(`labels ${words}`);
   }
   parts.push(`reclaim policy ${s.reclaimPolicy ?? 'Delete'}`);
   return parts.length === 1 ? `any free disk, ${parts[0]}` : parts.join(', ');
 }
 
-/** `status claim/NAME`: why it is Pending; when Bound and Ready, where the disk is and the pod snippet. */
-export function describeClaim(c: NodeDiskClaim): string {
+/**
+ * `status claim/NAME`: why it is Pending; when Bound and Ready, where the disk is and the pod snippet.
+ * `disks`: for a reader who may list NodeDisks, every disk counted by why it does not fit.
+ */
+export function describeClaim(c: NodeDiskClaim, disks?: string): string {
   const s = c.status;
   const usable = claimUsable(c);
   const lines: [string, string][] = [
     ['Asks', claimAsks(c)],
     ['Status', usable ? `Bound to ${s?.diskName} on node ${s?.nodeName}, Ready` : claimReason(c)],
   ];
+  if (disks !== undefined) lines.push(['Disks', disks]);
   if (s?.phase === 'Bound' || s?.phase === 'Lost') {
     if (s.capacityBytes !== undefined) lines.push(['Capacity', String(s.capacityBytes)]);
     if (s.path) lines.push(['Path', s.path]);

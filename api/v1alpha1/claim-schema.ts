@@ -119,9 +119,12 @@ export const nodeDiskClaimSchema: SchemaProps = {
         },
         reclaimPolicy: {
           type: 'string',
-          description: 'When the claim is deleted: Delete releases the disk (the default); Retain keeps it reserved for owner claim:<namespace>/<name>, for an administrator to release.',
+          description:
+            'When the claim is deleted: Delete releases the disk (the default); Retain keeps it reserved for owner claim:<namespace>/<name>, for an administrator to release. Immutable: a retained disk still counts against the namespace (annotation localtest.example.com/max-disks).',
           enum: RECLAIM_POLICIES,
           default: 'Delete',
+          // A team that could switch a claim to Retain before deleting it would keep its disks past any limit.
+          'x-kubernetes-validations': [immutable('spec.reclaimPolicy')],
         },
       },
     },

@@ -167,10 +167,10 @@ export const statusCommand: CommandSpec<StatusArgs> = {
     ['kubectl nodedisks status claim/db -n team-a', 'Why a claim is Pending; once Bound, what to put in the pod'],
   ],
   run: async (session: Session, args: StatusArgs): Promise<void> => {
-    if (await claimStatus(session, args.names, args.namespace)) return;
-    const now = Date.now();
     const staleMs = durationFlag(args['stale-after'] ?? '15m', '--stale-after');
     const leaseNamespace = args['agent-lease-namespace'] || DEFAULT_SYSTEM_NAMESPACE;
+    if (await claimStatus(session, args.names, args.namespace, { leases: () => heartbeatLeases(session, leaseNamespace), expired: leaseExpired, staleMs })) return;
+    const now = Date.now();
     if (args.names.length) {
       const disks = await resolveTargets(session, args.names, args);
       const leases = disks.length > 0 ? await heartbeatLeases(session, leaseNamespace) : new Map<string, Lease>();

@@ -169,7 +169,9 @@ const CLAIM_HEADER =
   '# Written by `kubectl nodedisks gitops claim`. The controller binds this claim to a free disk that fits; removing it (gitops unclaim, then a sync that prunes) releases the disk.\n';
 
 /** The spec fields the API server keeps as they were created (the claim's CRD: immutable once set). */
-const IMMUTABLE_SPEC = ['nodeName', 'selector', 'minCapacity', 'diskName'] as const;
+const IMMUTABLE_SPEC = ['nodeName', 'selector', 'minCapacity', 'diskName', 'reclaimPolicy'] as const;
+/** What the API server puts in a field the file leaves out (the CRD's defaults), so that leaving it out is no change. */
+const SPEC_DEFAULTS: Record<string, unknown> = { reclaimPolicy: 'Delete' };
 
 /** A selector written the same whatever order the -l requirements were given in. */
 function sortedSelector(sel: LabelSelector): LabelSelector {
@@ -200,7 +202,7 @@ export async function planClaim(dir: string, claim: NodeDiskClaim): Promise<Plan
   const existing = existingText(path);
   if (existing !== undefined) {
     const was = (readObject(existing, path) as { spec?: Record<string, unknown> } | null)?.spec ?? {};
-    const changed = IMMUTABLE_SPEC.filter((k) => JSON.stringify(was[k]) !== JSON.stringify(spec[k]));
+    const changed = IMMUTABLE_SPEC.filter((k) => JSON.stringify(was[k] ?? SPEC_DEFAULTS[k]) !== JSON.stringify(spec[k] ?? SPEC_DEFAULTS[k]));
     if (changed.length > 0 && (readObject(existing, path) as { kind?: unknown } | null)?.kind === CLAIM_KIND) {
       throw usageError(
         `${path} already claims ${namespace}/${name} with another ${changed.map((k) => `spec.${k}`).join(', ')}, which the API server keeps as created: write a claim under another name (and gitops unclaim this one), or edit the file yourself if the claim was never synced; nothing was written`,

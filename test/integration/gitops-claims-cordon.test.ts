@@ -116,7 +116,9 @@ test.serial('cordon from git takes a node\'s disks out of what claims get; "fals
     },
     30_000,
   );
-  t.regex(pending.status?.message ?? '', /^0\/\d+ disks fit: .*\b2 cordoned\b/);
+  t.is(pending.status?.message, `no free disk on node ${NODE}`);
+  // Why, disk by disk, for someone who may read NodeDisks.
+  t.regex((await nd('status', 'claim/waits', '-n', NS)).stdout, /^ {2}Disks: +0\/\d+ disks fit: .*\b2 cordoned\b/m);
 
   // A person uncordons one disk by hand and cordons it again: the label is now theirs as much as git's.
   t.is((await nd('uncordon', disk1)).code, 0);

@@ -84,9 +84,15 @@ test.serial('the informer syncs through the watch-list: no LIST at the API serve
   t.true((await lists(cp, 'nodedisks')) > before, 'the paged informer is counted as a LIST');
 });
 
-test.serial('the controller and an agent sync NodeDisks, Nodes, heartbeat Leases and NodeDiskClaims without a LIST', async (t) => {
+test.serial('the controller and an agent sync NodeDisks, Nodes, heartbeat Leases, NodeDiskClaims and Namespaces without a LIST', async (t) => {
   const cp = controlPlane();
-  const before = { nodedisks: await lists(cp, 'nodedisks'), nodes: await lists(cp, 'nodes'), leases: await lists(cp, 'leases'), claims: await lists(cp, 'nodediskclaims') };
+  const before = {
+    nodedisks: await lists(cp, 'nodedisks'),
+    nodes: await lists(cp, 'nodes'),
+    leases: await lists(cp, 'leases'),
+    claims: await lists(cp, 'nodediskclaims'),
+    namespaces: await lists(cp, 'namespaces'),
+  };
   const controller = await startController(cp, { logDir: join(work, 'logs'), nodeLifecycle: true });
   started.push(controller);
   const diskDir = join(work, 'wl-node-0');
@@ -111,6 +117,7 @@ test.serial('the controller and an agent sync NodeDisks, Nodes, heartbeat Leases
   t.is(await lists(cp, 'nodes'), before.nodes, 'no LIST of nodes');
   t.is(await lists(cp, 'leases'), before.leases, 'no LIST of leases');
   t.is(await lists(cp, 'nodediskclaims'), before.claims, 'no LIST of nodediskclaims');
+  t.is(await lists(cp, 'namespaces'), before.namespaces, 'no LIST of namespaces');
   t.false(controller.logs(Number.MAX_SAFE_INTEGER).includes('listing in pages'));
 });
 

@@ -2,7 +2,9 @@ import test from 'ava';
 import { CLAIM_OWNER_PREFIX, CORDONED_VALUE, LABEL_AUTO_RESERVE, LABEL_CORDONED } from '../../api/constants.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { boundStatus, lostStatus, matchesSelector, type Misfit, misfit, pendingMessage, pendingStatus, sameClaimStatus } from '../../controller/claim-fit.ts';
+import { disksFitLine, misfitCountsOf, tenantPendingLine } from '../../api/claim-fit.ts';
+import { boundStatus, lostStatus, matchesSelector, type Misfit, misfit, pendingStatus, sameClaimStatus } from '../../controller/claim-fit.ts';
+import { parseLimit } from '../../controller/namespace-limits.ts';
 import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';
 
 const now = Date.parse('2026-01-02T03:04:05Z');
@@ -45,29 +47,36 @@ test('label selectors: matchLabels and the four operators, all must hold', (t) =
   t.false(matchesSelector({ matchExpressions: [{ key: 'c', operator: 'In', values: ['1'] }] }, l));
 });
 
-test("the Pending line is the scheduler's: all disks, then the counts by reason, the largest first", (t) => {
+test("the cluster-wide line is the scheduler's: all disks, then the counts by reason, the largest first", (t) => {
   const claim = newClaim('team-a', 'db', { minCapacity: '32Mi' });
   const counts = new Map<Misfit, number>([
     ['stale', 2],
     ['reserved', 4],
     ['too-small', 3],
   ]);
-  t.is(pendingMessage(claim, 9, counts), '0/9 disks fit: 4 reserved, 3 smaller than 32Mi, 2 on nodes whose agent is stale');
-  t.is(pendingMessage(claim, 0, new Map()), '0/0 disks fit: there are no NodeDisks');
-  t.is(pendingMessage(newClaim('a', 'b', { nodeName: 'n2' }), 3, new Map([['other-node', 3]])), '0/3 disks fit: 3 on other nodes than n2');
+  t.is(disksFitLine(claim, 9, counts), '0/9 disks fit: 4 reserved, 3 smaller than 32Mi, 2 on nodes whose agent is stale');
+  t.is(disksFitLine(claim, 0, new Map()), '0/0 disks fit: there are no NodeDisks');
+  t.is(disksFitLine(newClaim('a', 'b', { nodeName: 'n2' }), 3, new Map([['other-node', 3]])), '0/3 disks fit: 3 on other nodes than n2');
 });
 
-test('a cordoned disk and the disks of a gone node are counted as such in the Pending line, not as "not free"', (t) => {
+test('a cordoned disk and the disks of a gone node are counted as such in the cluster-wide line, not as "not free"; one that fits is counted as fitting', (t) => {
   const claim = newClaim('team-a', 'db');
   const cordoned = disk('n1', 'd1', { labels: { [LABEL_CORDONED]: CORDONED_VALUE } });
   const gone = disk('n2', 'd1');
   gone.status!.conditions = [{ type: 'Ready', status: 'False', reason: 'NodeGone', message: '', lastTransitionTime: '2026-01-02T03:04:05Z' }];
-  const counts = new Map<Misfit, number>();
-  for (const nd of [cordoned, gone, disk('n2', 'd2')]) {
-    const m = misfit(claim, nd, ctx);
-    if (m) counts.set(m, (counts.get(m) ?? 0) + 1);
-  }
-  t.is(pendingMessage(claim, 3, counts), '0/3 disks fit: 1 cordoned, 1 on nodes that are gone');
+  const { total, counts } = misfitCountsOf(claim, [cordoned, gone, disk('n2', 'd2')], ctx);
+  t.is(disksFitLine(claim, total, counts), '1/3 disks fit: 1 cordoned, 1 on nodes that are gone');
+});
+
+test("a team's Pending line says what its own filters ask and nothing of the other disks; a named disk reads the same whatever keeps it", (t) => {
+  t.is(tenantPendingLine(newClaim('a', 'b')), 'no free disk');
+  t.is(tenantPendingLine(newClaim('a', 'b', { minCapacity: '1Gi', nodeName: 'm02' })), 'no free disk of at least 1Gi on node m02');
+  t.is(
+    tenantPendingLine(newClaim('a', 'b', { nodeName: 'm02', selector: { matchLabels: { tier: 'fast' }, matchExpressions: [{ key: 'zone', operator: 'In', values: ['a', 'b'] }] } })),
+    'no free disk on node m02 matches the selector tier=fast,zone in (a,b)',
+  );
+  t.is(tenantPendingLine(newClaim('a', 'b', { selector: {} })), 'no free disk', 'an empty selector asks nothing');
+  t.is(tenantPendingLine(newClaim('a', 'b', { diskName: 'node-disk-n1-d1', minCapacity: '1Gi' })), 'disk node-disk-n1-d1 is not free for this claim');
 });
 
 test('a disk reserved for another claim is reserved', (t) => {
@@ -97,4 +106,11 @@ test('a Pending claim whose line does not change is not written again, and keeps
   const later = pendingStatus(claim, '0/1 disks fit: 1 reserved', new Date(now + 60_000));
   t.true(sameClaimStatus(claim.status, later));
   t.false(sameClaimStatus(claim.status, pendingStatus(claim, '0/2 disks fit: 2 reserved', new Date(now + 60_000))));
+});
+
+test("a namespace's max-disks annotation is a whole number of disks; anything else is said, not guessed", (t) => {
+  t.deepEqual(parseLimit(undefined), { kind: 'none' });
+  t.deepEqual(parseLimit('3'), { kind: 'max', disks: 3 });
+  t.deepEqual(parseLimit(' 0 '), { kind: 'max', disks: 0 });
+  for (const bad of ['', '-1', '1.5', 'ten', '1e3', '9999999999']) t.deepEqual(parseLimit(bad), { kind: 'invalid', value: bad }, bad);
 });

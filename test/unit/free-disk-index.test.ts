@@ -3,6 +3,7 @@ import { CLAIM_OWNER_PREFIX, CORDONED_VALUE, LABEL_CORDONED } from '../../api/co
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDiskClaimSpec } from '../../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { misfitCountsOf } from '../../api/claim-fit.ts';
 import { filterKey, type Misfit, misfit, misfitCounts } from '../../controller/claim-fit.ts';
 import { FreeDiskIndex } from '../../controller/free-disk-index.ts';
 import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';
@@ -136,7 +137,7 @@ function judgedOneByOne(spec: NodeDiskClaimSpec, disks: NodeDisk[]): Map<Misfit,
 
 const sorted = (m: Map<Misfit, number>) => [...m].sort(([a], [b]) => a.localeCompare(b));
 
-test('the Pending counts read off the index are those of judging every disk, for each kind of filter', (t) => {
+test("the counts read off the index are those of judging every disk (the plugin's way), for each kind of filter", (t) => {
   const disks = [
     disk('n1', 'd1', { owner: 'alice' }),
     disk('n1', 'd2', { mib: 1 }),
@@ -165,7 +166,30 @@ test('the Pending counts read off the index are those of judging every disk, for
     const { total, counts } = misfitCounts(newClaim('team', 'db', spec), index, ctx);
     t.is(total, disks.length, JSON.stringify(spec));
     t.deepEqual(sorted(counts), sorted(judgedOneByOne(spec, disks)), JSON.stringify(spec));
+    t.deepEqual(sorted(misfitCountsOf(newClaim('team', 'db', spec), disks, ctx).counts), sorted(counts), JSON.stringify(spec));
   }
+});
+
+test("a namespace's disks are those reserved for its claims, bound or retained, and nobody else's; each change counted once", (t) => {
+  const index = indexOf([
+    disk('n1', 'd1', { owner: `${CLAIM_OWNER_PREFIX}team-a/db` }),
+    disk('n1', 'd2', { owner: `${CLAIM_OWNER_PREFIX}team-a/kept` }),
+    disk('n1', 'd3', { owner: `${CLAIM_OWNER_PREFIX}team-ab/db` }),
+    disk('n1', 'd4', { owner: 'team-a' }),
+    disk('n1', 'd5'),
+  ]);
+  t.is(index.reservedForNamespace('team-a'), 2);
+  t.is(index.reservedForNamespace('team-ab'), 1);
+  t.is(index.reservedForNamespace('team-b'), 0);
+  // The same disk again (a status change) counts once; released, it no longer counts; taken, it does.
+  index.update(nodeDiskName('n1', 'd1'), disk('n1', 'd1', { owner: `${CLAIM_OWNER_PREFIX}team-a/db` }));
+  t.is(index.reservedForNamespace('team-a'), 2);
+  index.update(nodeDiskName('n1', 'd2'), disk('n1', 'd2'));
+  t.is(index.reservedForNamespace('team-a'), 1);
+  index.update(nodeDiskName('n1', 'd5'), disk('n1', 'd5', { owner: `${CLAIM_OWNER_PREFIX}team-a/new` }));
+  t.is(index.reservedForNamespace('team-a'), 2);
+  index.update(nodeDiskName('n1', 'd1'), undefined);
+  t.is(index.reservedForNamespace('team-a'), 1);
 });
 
 test('claims share a Pending line only when they ask the same: node, selector, minCapacity and disk name each tell them apart', (t) => {

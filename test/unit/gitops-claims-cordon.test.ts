@@ -76,21 +76,26 @@ test('claim writes one sorted claim whatever the order of -l, and the same run a
   t.is(read(a, CLAIM_FILE), before);
 });
 
-test('an existing claim file is edited in place: comments and labels stay, reclaimPolicy may change, an immutable field may not', async (t) => {
+test('an existing claim file is edited in place: comments and labels stay; an immutable field, reclaimPolicy included, may not change', async (t) => {
   const dir = fresh();
-  t.is((await gitops('claim', 'db', '-n', 'team-a', '--dir', dir, '--min-capacity', '32Mi')).code, 0);
+  t.is((await gitops('claim', 'db', '-n', 'team-a', '--dir', dir, '--min-capacity', '32Mi', '--reclaim-policy', 'Retain')).code, 0);
   const edited = read(dir, CLAIM_FILE).replace('  namespace: team-a\n', "  namespace: team-a\n  labels:\n    app: 'postgres' # the team's label\n");
   writeFileSync(join(dir, CLAIM_FILE), edited);
   t.is((await gitops('claim', 'db', '-n', 'team-a', '--dir', dir, '--min-capacity', '32Mi', '--reclaim-policy', 'Retain')).code, 0);
-  t.is(read(dir, CLAIM_FILE), `${edited}  reclaimPolicy: Retain\n`);
+  t.is(read(dir, CLAIM_FILE), edited);
+  // Retain to Delete (the flag left out means the default): a claim that could change it could be
+  // switched to Retain before its deletion, keeping its disk past the namespace's limit.
+  const policy = await gitops('claim', 'db', '-n', 'team-a', '--dir', dir, '--min-capacity', '32Mi');
+  t.is(policy.code, 2);
+  t.regex(policy.err, /already claims team-a\/db with another spec\.reclaimPolicy, which the API server keeps as created/);
 
-  const changed = await gitops('claim', 'db', '-n', 'team-a', '--dir', dir, '--min-capacity', '64Mi', '--node', 'node-c1');
+  const changed = await gitops('claim', 'db', '-n', 'team-a', '--dir', dir, '--min-capacity', '64Mi', '--node', 'node-c1', '--reclaim-policy', 'Retain');
   t.is(changed.code, 2);
   t.is(
     changed.err,
     `error: ${join(dir, CLAIM_FILE)} already claims team-a/db with another spec.nodeName, spec.minCapacity, which the API server keeps as created: write a claim under another name (and gitops unclaim this one), or edit the file yourself if the claim was never synced; nothing was written\n`,
   );
-  t.is(read(dir, CLAIM_FILE), `${edited}  reclaimPolicy: Retain\n`);
+  t.is(read(dir, CLAIM_FILE), edited);
 });
 
 test('claim refuses, before writing, what the API server or the claim command would refuse', async (t) => {
