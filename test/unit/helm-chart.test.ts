@@ -121,15 +121,26 @@ test('the drift check sees a changed spec, a missing object and an extra one', a
   t.true(problems.some((p) => p === 'CustomResourceDefinition//nodedisks.localtest.example.com: in kustomize, not in the chart'));
 });
 
-test('the admission policies are kustomize/policies whatever namespace the chart installs into, the disk dir following agent.hostPathRoot', async (t) => {
+test("the admission policies are kustomize's in whatever namespace the chart installs into (their bindings name its ServiceAccounts there), the disk dir following agent.hostPathRoot", async (t) => {
   const byKey = (a: Obj, b: Obj) => key(a).localeCompare(key(b));
-  const kust = [...(await kustomize('kustomize/policies')).values()].sort(byKey);
-  for (const ns of ['node-disks-system', 'team-storage']) {
-    const chart = (await render(['-n', ns]))
+  // kustomize before v5.7 gives the cluster-scoped policy objects an overlay's namespace, which the API
+  // server drops.
+  const policiesOf = (objects: Iterable<Obj>) =>
+    [...objects]
       .filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))
-      .map(withoutHelmLabels)
+      .map((o) => {
+        const c = withoutHelmLabels(o);
+        delete c.metadata.namespace;
+        return c;
+      })
       .sort(byKey);
-    t.deepEqual(chart, kust, ns);
+  for (const [ns, dir] of [
+    ['node-disks-system', 'kustomize/policies'],
+    ['storage-team', 'test/fixtures/kustomize/other-namespace'],
+  ] as const) {
+    const kust = policiesOf((await kustomize(dir)).values());
+    t.deepEqual(policiesOf(await render(['-n', ns])), kust, ns);
+    t.true(JSON.stringify(kust).includes(`"paramRef":{"namespace":"${ns}"`), `${dir} names the ServiceAccounts of ${ns}`);
   }
   const moved = await render(['--set', 'agent.hostPathRoot=/srv/nd/']);
   const policy = moved.find((o) => o.metadata.name === 'nodedisks-agent.localtest.example.com' && o.kind === 'ValidatingAdmissionPolicy')!;

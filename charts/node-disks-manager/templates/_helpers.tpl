@@ -69,9 +69,10 @@ priorityClassName: {{ . }}
 
 {{/*
 A file of files/ (copied verbatim from kustomize/ by npm run generate), one object per YAML document, with
-Helm's labels and commonAnnotations added and namespaced objects and ServiceAccount subjects moved to the
-chart's namespace. Arguments: root, file, and optionally annotations (a dict), labels (a dict, under the
-file's own) and replace (a list of [old, new] strings, each of which must occur in the file).
+Helm's labels and commonAnnotations added and namespaced objects, ServiceAccount subjects and the policy
+bindings' ServiceAccount and namespace moved to the chart's namespace. Arguments: root, file, and
+optionally annotations (a dict), labels (a dict, under the file's own) and replace (a list of [old, new]
+strings, each of which must occur in the file).
 */}}
 {{- define "nd.copied" -}}
 {{- $root := .root -}}
@@ -94,6 +95,21 @@ file's own) and replace (a list of [old, new] strings, each of which must occur 
 {{- range $obj.subjects | default list }}
 {{- if eq .kind "ServiceAccount" }}
 {{- $_ := set . "namespace" $ns }}
+{{- end }}
+{{- end }}
+{{- /* A policy's binding names its ServiceAccount and Leases by the install's namespace (ADR 28). */}}
+{{- if eq $obj.kind "ValidatingAdmissionPolicyBinding" }}
+{{- with $obj.spec.paramRef }}
+{{- $_ := set . "namespace" $ns }}
+{{- end }}
+{{- with $obj.spec.matchResources }}
+{{- with .namespaceSelector }}
+{{- with .matchLabels }}
+{{- if hasKey . "kubernetes.io/metadata.name" }}
+{{- $_ := set . "kubernetes.io/metadata.name" $ns }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- $annotations := merge (dict) ($.annotations | default dict) $root.Values.commonAnnotations ($obj.metadata.annotations | default dict) }}
