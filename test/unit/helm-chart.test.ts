@@ -258,6 +258,46 @@ test('controller.replicas above 1 without leader election is refused with the re
   await t.notThrowsAsync(render(['--set', 'controller.leaderElection=false', '--set', 'controller.replicas=1']));
 });
 
+// A person who may set only values must not gain what the install's identities hold (ADR 31).
+const escalations: [string, string[], RegExp][] = [
+  [
+    "a commonLabel that aggregates every ClusterRole of the chart (the controller's and the agent's too) into view",
+    ['--set-string', 'commonLabels.rbac\\.authorization\\.k8s\\.io/aggregate-to-view=true'],
+    /commonLabels may not set rbac\.authorization\.k8s\.io\/aggregate-to-view: it would aggregate the controller's and the agent's ClusterRoles into the built-in roles/,
+  ],
+  [
+    'a commonLabel over a label the objects set themselves',
+    ['--set-string', 'commonLabels.app\\.kubernetes\\.io/part-of=other'],
+    /commonLabels may not set app\.kubernetes\.io\/part-of: the chart's objects set it themselves/,
+  ],
+  [
+    'the default namespace for the objects',
+    ['--set', 'namespace.name=default'],
+    /namespace\.name "default" is shared: whoever may create Pods or ServiceAccount tokens there holds the controller's and the agent's rights/,
+  ],
+  ['kube-system for the objects', ['--set', 'namespace.name=kube-system'], /namespace\.name "kube-system" is shared/],
+  [
+    "another namespace the chart does not create (a team's, say)",
+    ['--set', 'namespace.name=team-a', '--set', 'namespace.create=false'],
+    /namespace\.name "team-a" is not the release namespace, so the chart must create it \(namespace\.create: true\)/,
+  ],
+];
+for (const [what, args, message] of escalations) {
+  test(`the chart refuses ${what}, saying why`, async (t) => {
+    const r = await runHelm(helmBin, ['template', 'x', CHART, ...args]);
+    t.not(r.code, 0, r.stdout.slice(0, 200));
+    t.regex(r.stderr, message);
+  });
+}
+
+test("commonLabels reach every object without changing the labels it sets itself (the editor role's aggregate-to-edit stays true)", async (t) => {
+  const objects = await render(['--set-string', 'commonLabels.team=storage']);
+  t.true(objects.every((o) => o.metadata.labels?.team === 'storage'));
+  const editor = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'nodedisks-editor');
+  t.is(editor?.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'], 'true');
+  t.is(objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'node-disks-operator')?.metadata.labels?.['app.kubernetes.io/part-of'], 'nodedisks');
+});
+
 const refusals: [string, string[], RegExp][] = [
   ['an unknown top-level key', ['--set', 'controler.replicas=1'], /additional properties 'controler' not allowed/],
   ['an unknown nested key', ['--set', 'agent.image.tga=dev'], /at '\/agent\/image': additional properties 'tga' not allowed/],
