@@ -23,3 +23,14 @@ export function heartbeatLeaseName(nodeName: string): string {
   const head = full.slice(0, MAX_NAME_LENGTH - HASH_LENGTH - 1).replace(/\.$/, '-');
   return `${head}-${createHash('sha256').update(nodeName).digest('hex').slice(0, HASH_LENGTH)}`;
 }
+
+/**
+ * The node a heartbeat Lease speaks for: its holderIdentity, when the Lease bears that node's own name
+ * (`heartbeatLeaseName`). Any other Lease speaks for no node, whatever it holds or is labelled: the
+ * admission policy ties each agent to its own name, not to the label (anyone who may write Leases in the
+ * namespace can label one).
+ */
+export function heartbeatLeaseNode(lease: { metadata?: { name?: string }; spec?: { holderIdentity?: string } }): string | undefined {
+  const node = lease.spec?.holderIdentity;
+  return node && lease.metadata?.name === heartbeatLeaseName(node) ? node : undefined;
+}

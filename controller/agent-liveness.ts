@@ -1,8 +1,10 @@
 // Which node agents are alive, from their heartbeat Leases (ADR 24): list+watch of the Leases labelled
 // localtest.example.com/agent-heartbeat in the system namespace. A node's disks are stale once its Lease
 // has not been renewed for its leaseDurationSeconds, as the node lifecycle controller judges a kubelet's
-// node lease. The node is the Lease's holderIdentity (the admission policy lets an agent hold only its
-// own node's Lease).
+// node lease. The node is the Lease's holderIdentity, and only in the Lease named for that node
+// (node-disks-agent-<node>): the admission policy lets an agent hold only its own node's Lease under that
+// name, while a Lease of another name holding a node (written by anyone with Lease rights in the
+// namespace) makes no node alive.
 //
 // Time: a renewal is timed by when this controller *saw* renewTime change, on its monotonic clock, so no
 // agreement between clocks is needed while running. Only a Lease seen for the first time (at start, or a
@@ -12,7 +14,7 @@
 // A fresh ↔ stale change (found by a timer at the expiry, or a renewal of a stale Lease) calls `onChange`
 // with the nodes concerned, batched, so the controller re-reconciles their disks: no write of the agent's
 // is needed for staleness to show, and renewals that change nothing cost nothing.
-import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../api/heartbeat-lease.ts';
+import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, heartbeatLeaseNode } from '../api/heartbeat-lease.ts';
 import { leasesPath, type Lease } from '../lib/kube/lease.ts';
 import { Informer } from '../lib/kube/informer.ts';
 import type { RestClient } from '../lib/kube/rest.ts';
@@ -129,7 +131,7 @@ export class AgentHeartbeats {
   /** A Lease added or changed. */
   observe(lease: Lease): void {
     const name = lease.metadata.name ?? '';
-    const node = lease.spec?.holderIdentity;
+    const node = heartbeatLeaseNode(lease);
     const before = this.holders.get(name);
     if (before !== undefined && before !== node) this.forget(lease);
     if (!node) return;

@@ -2,7 +2,7 @@
 // with no name, a summary per node.
 import type { CommandSpec } from '../args.ts';
 import { AUTO_OWNER, CONDITION, CORDONED_VALUE, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE, LABEL_CORDONED } from '../../api/constants.ts';
-import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat-lease.ts';
+import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, heartbeatLeaseNode } from '../../api/heartbeat-lease.ts';
 import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { listPages } from '../../lib/kube/pager.ts';
@@ -31,7 +31,7 @@ export const HEARTBEAT_ROLE = 'nodedisks-heartbeat-viewer';
 const DEFAULT_LEASE_SECONDS = 40;
 
 /**
- * The agents' heartbeat Leases (ADR 24) by node (their holderIdentity), as the controller reads them
+ * The agents' heartbeat Leases (ADR 24) by node (their holderIdentity, in the Lease named for it), as the controller reads them
  * (controller/agent-liveness.ts); or why they could not be read. Liveness is taken from these, not from
  * status.node.lastSeenTime, which moves only when a report changes: on a quiet cluster it is old while
  * every agent is alive.
@@ -43,7 +43,8 @@ async function heartbeatLeases(session: Session, namespace: string): Promise<Map
   try {
     for await (const page of listPages(fetch)) {
       for (const lease of page.items ?? []) {
-        const node = lease.spec?.holderIdentity;
+        // Only a Lease named for its holder speaks for it, as for the controller.
+        const node = heartbeatLeaseNode(lease);
         if (node) byNode.set(node, lease);
       }
     }

@@ -284,11 +284,24 @@ test.serial('a Bound claim says when its disk goes Missing, and is Lost when its
   t.like(cond(missing, 'Stalled'), { status: 'True', reason: 'DiskMissing' });
   t.is((await kstatusOf(missing)).status, 'Failed');
 
-  // A NodeDisk no agent holds (its finalizer would keep it): deleted, the claim bound to it is Lost.
+  // A NodeDisk no agent holds (its finalizer would keep it): deleted, the claim bound to it is Lost. The
+  // claims policy refuses that delete to everyone (ADR 28), so only a break-glass removal of its binding
+  // (ADR 34) or a loss outside the API gets here; the binding is installed again after.
   const lone = await fakeDisk('claims-lost', 'disk1', { bytes: 64 * MiB });
   await adminClaims().create(claim('team-m', 'cache', { diskName: lone.metadata.name! }), { fieldManager: 'test' });
   await claimWhere('team-m', 'cache', 'Bound', (c) => c.status?.phase === 'Bound');
-  await kubectl('delete', 'nodedisk', lone.metadata.name!);
+  await kubectl('delete', 'validatingadmissionpolicybinding', 'nodedisks-claims.localtest.example.com');
+  await eventually(
+    'the claims binding gone',
+    () =>
+      kubectl('delete', 'nodedisk', lone.metadata.name!).then(
+        () => true,
+        () => false,
+      ),
+    30_000,
+    200,
+  );
+  await controlPlane().installBase();
   const lost = await claimWhere('team-m', 'cache', 'Lost', (c) => c.status?.phase === 'Lost');
   t.like(lost.status, { diskName: lone.metadata.name, nodeName: 'claims-lost', message: `NodeDisk ${lone.metadata.name} is gone` });
   t.like(cond(lost, 'Bound'), { status: 'False', reason: 'DiskGone' });

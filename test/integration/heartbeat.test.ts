@@ -5,11 +5,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
+import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat-lease.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
-import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
+import { reportedNodeDisk } from '../harness/reported-disks.ts';
+import { heartbeatLease, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test, { auditWrites: true });
 let work = '';
@@ -104,4 +106,37 @@ test.serial("a stopped agent makes the controller mark its node's disks AgentSta
   await agent.signal('SIGCONT');
   await eventually('every disk Ready again', () => all('PhaseMatchesDesired'), 60_000, 200);
   t.pass();
+});
+
+test.serial("a Lease named other than node-disks-agent-<node> makes no node alive: 'zz' labelled as a heartbeat and held by a dead node's name leaves its disks AgentStale", async (t) => {
+  const cp = controlPlane();
+  const [dead, witness] = ['node-hb-dead', 'node-hb-witness'];
+  const leases = '/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases';
+  const labelled = (lease: ReturnType<typeof heartbeatLease>, renewTime: Date) => ({
+    ...lease,
+    metadata: { ...lease.metadata, labels: { [LABEL_HEARTBEAT]: HEARTBEAT_LABEL_VALUE } },
+    spec: { ...lease.spec, leaseDurationSeconds: 40, renewTime: renewTime.toISOString().replace(/Z$/, '000Z') },
+  });
+  const admin = restFor(cp.admin());
+  // Both nodes' own Leases, an hour old: their disks are stale.
+  const hourAgo = new Date(Date.now() - 3600_000);
+  await admin.request('POST', leases, { body: labelled(heartbeatLease(dead), hourAgo) });
+  await admin.request('POST', leases, { body: labelled(heartbeatLease(witness), hourAgo) });
+  const [deadDisk, witnessDisk] = [await reportedNodeDisk(client(), dead, 'disk1'), await reportedNodeDisk(client(), witness, 'disk1')];
+  const controller = await startController(cp, { logDir: join(work, 'logs') });
+  started.push(controller);
+  const reason = async (name: string) => readyOf(await client().get(name))?.reason;
+  await eventually('both nodes AgentStale', async () => (await reason(deadDisk)) === 'AgentStale' && (await reason(witnessDisk)) === 'AgentStale', 60_000, 200);
+
+  // Whoever may write Leases in the namespace makes a fresh one under another name, holding the dead node.
+  await admin.request('POST', leases, { body: labelled({ ...heartbeatLease(dead), metadata: { name: 'zz' } }, new Date()) });
+  // The controller sees Leases in order: once the witness's renewal, written after 'zz', has made it
+  // alive, 'zz' has been looked at too.
+  await admin.request('PATCH', `${leases}/node-disks-agent-${witness}`, {
+    body: { spec: { renewTime: new Date().toISOString().replace(/Z$/, '000Z') } },
+    contentType: 'application/merge-patch+json',
+  });
+  await eventually('the witness Ready', async () => (await reason(witnessDisk)) === 'PhaseMatchesDesired', 60_000, 200);
+  await new Promise((r) => setTimeout(r, 2000));
+  t.is(await reason(deadDisk), 'AgentStale');
 });

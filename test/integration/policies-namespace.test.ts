@@ -14,6 +14,7 @@ import { KubectlError } from '../../hack/controlplane/controlplane.ts';
 import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
 import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
+import { impostorIsHeldToPeoplesRules } from '../harness/impostor.ts';
 import { denied, heartbeatLease, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const NAMESPACE = 'storage-team';
@@ -154,4 +155,8 @@ test('the controller of this namespace reserves a disk for a claim and releases 
   t.regex(person.message, /ValidatingAdmissionPolicy 'nodedisks-claims\.localtest\.example\.com'.*reserved for NodeDiskClaim team-a\/db: only the controller changes that reservation/);
   const released = await controller.apply({ ...meta(disk.metadata.name!), spec: { desired: { state: 'Available' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });
   t.deepEqual(released.spec.desired, { state: 'Available' });
+});
+
+test('a ServiceAccount named like the controller in another namespace, a NodeDisk editor by a group binding, is held to the rules for people', async (t) => {
+  await impostorIsHeldToPeoplesRules(t, controlPlane(), { namespace: 'intruders', node: 'ns-node-impostor' });
 });

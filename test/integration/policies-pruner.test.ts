@@ -3,14 +3,15 @@
 // gone node's unreserved disks go; the editor cannot; what else the pruner cannot do (create, status,
 // claims, Nodes, Leases); and what holds a reserved disk against a pruner's plain delete (the agent's
 // finalizer: Terminating, still reserved) and what does not (removing that finalizer first, which is what
-// prune --reserved-by does, on purpose).
+// prune --reserved-by does, on purpose); and what holds a disk reserved for a claim against everyone but the
+// controller (the claims policy refuses its delete, finalizer or not, to a pruner and an admin alike).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { FIELD_MANAGER, FINALIZER } from '../../api/constants.ts';
+import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND } from '../../api/constants.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { startController, type Program } from '../../hack/lib/programs.ts';
 import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
@@ -127,3 +128,44 @@ test.serial('a pruner cannot create NodeDisks, write their status, touch claims,
   }
   t.truthy(await getOrGone(name), 'the live disk is untouched');
 });
+
+test.serial(
+  "a disk reserved for a claim is deleted by nobody but the controller's release: not by a pruner, even after stripping its finalizer, nor by prune --reserved-by, nor by an admin",
+  async (t) => {
+    const cp = controlPlane();
+    // No Node of that name: the controller judges the node gone, which is when a pruner looks at its disks.
+    const name = await reportedNodeDisk(admin(), 'pruner-claimed', 'disk1', { finalizers: [FINALIZER] });
+    const forClaim = { state: 'Reserved', owner: 'claim:team-a/db' } as const;
+    // Only the controller reserves for a claim (the claims policy); its token does so here, as the binder would.
+    await nodeDisksFor(await cp.controller()).apply(
+      { apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec: { desired: forClaim } },
+      { fieldManager: FIELD_MANAGER.controller, force: true },
+    );
+    await eventually('NodeGone', async () => (await admin().get(name)).status?.conditions?.find((c) => c.type === 'Ready')?.reason === 'NodeGone', 90_000, 200);
+    const refused =
+      /ValidatingAdmissionPolicy 'nodedisks-claims\.localtest\.example\.com'[\s\S]*NodeDisk node-disk-pruner-claimed-disk1 is reserved for NodeDiskClaim team-a\/db: a disk is not deleted while a claim holds it/;
+
+    // prune asks whether the delete is allowed before it removes the finalizer: refused, nothing changed.
+    const pruned = await kubectl('nodedisks', 'prune', '--dry-run=none', '--reserved-by', 'claim:team-a/db', '--as', 'pat');
+    t.not(pruned.code, 0, pruned.stdout);
+    t.regex(pruned.stderr, refused);
+    t.deepEqual((await admin().get(name)).metadata.finalizers, [FINALIZER]);
+
+    // By hand: the finalizer can go (the role allows patch), the NodeDisk cannot.
+    const stripped = await kubectl('patch', q(name), '--type=json', '-p', '[{"op":"remove","path":"/metadata/finalizers/0"}]', '--as', 'pat');
+    t.is(stripped.code, 0, stripped.stderr);
+    const byPruner = await kubectl('delete', q(name), '--wait=false', '--as', 'pat');
+    t.not(byPruner.code, 0);
+    t.regex(byPruner.stderr, refused);
+    const byAdmin = await kubectl('delete', q(name), '--wait=false');
+    t.not(byAdmin.code, 0);
+    t.regex(byAdmin.stderr, refused);
+    const byCollection = await kubectl('delete', '--raw', `/apis/localtest.example.com/v1alpha1/nodedisks?fieldSelector=metadata.name%3D${name}`);
+    t.not(byCollection.code, 0);
+    t.regex(byCollection.stderr, /nodedisks-claims\.localtest\.example\.com/);
+
+    const kept = await admin().get(name);
+    t.is(kept.metadata.deletionTimestamp, undefined, 'not even Terminating: a finalizer-less delete would have removed it at once');
+    t.deepEqual(kept.spec.desired, forClaim);
+  },
+);

@@ -5,10 +5,12 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import test from 'ava';
 import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../../api/constants.ts';
+import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat-lease.ts';
 import { labelValue } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
+import { impostorIsHeldToPeoplesRules } from '../harness/impostor.ts';
 import { denied, heartbeatLease, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
@@ -359,6 +361,17 @@ test("the controller can neither forge nor renew an agent's heartbeat Lease, and
   t.is(renewed.spec.leaseDurationSeconds, 15);
 });
 
+test("the controller cannot write a Lease labelled as an agent's heartbeat under any name: 'zz' held by a node", async (t) => {
+  const controller = restFor(await controlPlane().controller());
+  const zz = { ...heartbeat('node-hb-zz'), metadata: { name: 'zz', labels: { [LABEL_HEARTBEAT]: HEARTBEAT_LABEL_VALUE } } };
+  const forged = await denied(t, controller.request('POST', LEASES, { body: zz }));
+  t.regex(forged.message, /ValidatingAdmissionPolicy 'nodedisks-controller-leases\.localtest\.example\.com'.*may not write the Lease zz: heartbeat Leases are the agents' own/);
+  // Nor label its own Lease so afterwards.
+  const own = await controller.request<Lease>('POST', LEASES, { body: { ...zz, metadata: { name: 'nodedisks-policy-test-zz' } } });
+  const labelled = await denied(t, controller.request('PUT', `${LEASES}/${own.metadata.name}`, { body: { ...own, metadata: { ...own.metadata, labels: zz.metadata.labels } } }));
+  t.regex(labelled.message, /heartbeat Leases are the agents' own/);
+});
+
 function plugin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
@@ -405,4 +418,8 @@ test("the controller's token reserves a free disk for a claim and releases it, b
   t.deepEqual(released.spec.desired, { state: 'Available' });
   const taken = await denied(t, controller.apply({ ...meta(labelled.metadata.name!), spec: forClaim('claim:team-a/db') }, asController));
   t.regex(taken.message, /a disk labelled localtest\.example\.com\/auto-reserve=true is the label policy's, not a claim's/);
+});
+
+test('a ServiceAccount named like the controller in another namespace, a NodeDisk editor by a group binding, is held to the rules for people', async (t) => {
+  await impostorIsHeldToPeoplesRules(t, controlPlane(), { namespace: 'intruders', node: 'node-impostor' });
 });

@@ -3,7 +3,7 @@
 // not renewed for its duration makes its node stale, a renewal makes it fresh, and only changes call back.
 import test from 'ava';
 import nock from 'nock';
-import { heartbeatLeaseName } from '../../api/heartbeat-lease.ts';
+import { heartbeatLeaseName, heartbeatLeaseNode } from '../../api/heartbeat-lease.ts';
 import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import { NodeHeartbeat } from '../../agent/heartbeat.ts';
 import { AgentHeartbeats } from '../../controller/agent-liveness.ts';
@@ -219,4 +219,19 @@ test.serial("the Lease is owned by its Node once the agent knows the Node's UID;
   t.deepEqual(sent[0]?.metadata.ownerReferences, [{ apiVersion: 'v1', kind: 'Node', name: 'node-a', uid: 'uid-old' }], 'unknown UID: the owner as it was');
   t.deepEqual(sent[1]?.metadata.ownerReferences, [{ apiVersion: 'v1', kind: 'Node', name: 'node-a', uid: 'uid-new' }], 'its Node of the moment, and only it');
   t.true(nock.isDone());
+});
+
+test.serial("only the Lease named for its holder speaks for it: zz or another node's Lease holding node-a makes node-a neither alive nor stale", async (t) => {
+  const { h, changes } = judge(Date.parse('2026-01-01T00:00:10Z'));
+  const fresh = at('2026-01-01T00:00:05.000000Z');
+  h.observe({ ...fresh, metadata: { name: 'zz', resourceVersion: '1' } });
+  h.observe({ ...fresh, metadata: { name: heartbeatLeaseName('node-b'), resourceVersion: '1' } });
+  await flush();
+  t.deepEqual(h.liveness('node-a'), { kind: 'none' });
+  t.deepEqual(h.liveness('node-b'), { kind: 'none' });
+  t.deepEqual(changes, []);
+  t.is(heartbeatLeaseNode({ metadata: { name: 'zz' }, spec: { holderIdentity: 'node-a' } }), undefined);
+  t.is(heartbeatLeaseNode(fresh), 'node-a');
+  const long = `${'a'.repeat(240)}.b`;
+  t.is(heartbeatLeaseNode({ metadata: { name: heartbeatLeaseName(long) }, spec: { holderIdentity: long } }), long, 'a long node name: the hashed Lease name');
 });

@@ -121,15 +121,26 @@ test('the drift check sees a changed spec, a missing object and an extra one', a
   t.true(problems.some((p) => p === 'CustomResourceDefinition//nodedisks.localtest.example.com: in kustomize, not in the chart'));
 });
 
-test('the admission policies are kustomize/policies whatever namespace the chart installs into, the disk dir following agent.hostPathRoot', async (t) => {
+test("the admission policies are kustomize's in whatever namespace the chart installs into (their bindings name its ServiceAccounts there), the disk dir following agent.hostPathRoot", async (t) => {
   const byKey = (a: Obj, b: Obj) => key(a).localeCompare(key(b));
-  const kust = [...(await kustomize('kustomize/policies')).values()].sort(byKey);
-  for (const ns of ['node-disks-system', 'team-storage']) {
-    const chart = (await render(['-n', ns]))
+  // kustomize before v5.7 gives the cluster-scoped policy objects an overlay's namespace, which the API
+  // server drops.
+  const policiesOf = (objects: Iterable<Obj>) =>
+    [...objects]
       .filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))
-      .map(withoutHelmLabels)
+      .map((o) => {
+        const c = withoutHelmLabels(o);
+        delete c.metadata.namespace;
+        return c;
+      })
       .sort(byKey);
-    t.deepEqual(chart, kust, ns);
+  for (const [ns, dir] of [
+    ['node-disks-system', 'kustomize/policies'],
+    ['storage-team', 'test/fixtures/kustomize/other-namespace'],
+  ] as const) {
+    const kust = policiesOf((await kustomize(dir)).values());
+    t.deepEqual(policiesOf(await render(['-n', ns])), kust, ns);
+    t.true(JSON.stringify(kust).includes(`"paramRef":{"namespace":"${ns}"`), `${dir} names the ServiceAccounts of ${ns}`);
   }
   const moved = await render(['--set', 'agent.hostPathRoot=/srv/nd/']);
   const policy = moved.find((o) => o.metadata.name === 'nodedisks-agent.localtest.example.com' && o.kind === 'ValidatingAdmissionPolicy')!;
@@ -245,6 +256,46 @@ test('controller.replicas above 1 without leader election is refused with the re
   t.not(r.code, 0);
   t.regex(r.stderr, /controller\.replicas > 1 needs controller\.leaderElection: true/);
   await t.notThrowsAsync(render(['--set', 'controller.leaderElection=false', '--set', 'controller.replicas=1']));
+});
+
+// A person who may set only values must not gain what the install's identities hold (ADR 31).
+const escalations: [string, string[], RegExp][] = [
+  [
+    "a commonLabel that aggregates every ClusterRole of the chart (the controller's and the agent's too) into view",
+    ['--set-string', 'commonLabels.rbac\\.authorization\\.k8s\\.io/aggregate-to-view=true'],
+    /commonLabels may not set rbac\.authorization\.k8s\.io\/aggregate-to-view: it would aggregate the controller's and the agent's ClusterRoles into the built-in roles/,
+  ],
+  [
+    'a commonLabel over a label the objects set themselves',
+    ['--set-string', 'commonLabels.app\\.kubernetes\\.io/part-of=other'],
+    /commonLabels may not set app\.kubernetes\.io\/part-of: the chart's objects set it themselves/,
+  ],
+  [
+    'the default namespace for the objects',
+    ['--set', 'namespace.name=default'],
+    /namespace\.name "default" is shared: whoever may create Pods or ServiceAccount tokens there holds the controller's and the agent's rights/,
+  ],
+  ['kube-system for the objects', ['--set', 'namespace.name=kube-system'], /namespace\.name "kube-system" is shared/],
+  [
+    "another namespace the chart does not create (a team's, say)",
+    ['--set', 'namespace.name=team-a', '--set', 'namespace.create=false'],
+    /namespace\.name "team-a" is not the release namespace, so the chart must create it \(namespace\.create: true\)/,
+  ],
+];
+for (const [what, args, message] of escalations) {
+  test(`the chart refuses ${what}, saying why`, async (t) => {
+    const r = await runHelm(helmBin, ['template', 'x', CHART, ...args]);
+    t.not(r.code, 0, r.stdout.slice(0, 200));
+    t.regex(r.stderr, message);
+  });
+}
+
+test("commonLabels reach every object without changing the labels it sets itself (the editor role's aggregate-to-edit stays true)", async (t) => {
+  const objects = await render(['--set-string', 'commonLabels.team=storage']);
+  t.true(objects.every((o) => o.metadata.labels?.team === 'storage'));
+  const editor = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'nodedisks-editor');
+  t.is(editor?.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'], 'true');
+  t.is(objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'node-disks-operator')?.metadata.labels?.['app.kubernetes.io/part-of'], 'nodedisks');
 });
 
 const refusals: [string, string[], RegExp][] = [

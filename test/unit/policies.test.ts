@@ -1,6 +1,6 @@
 // The admission policies of kustomize/policies match what the rest of the install configures (ADR 28):
-// the identities by their ServiceAccounts' names in any namespace, and the agent's disk dir as the
-// DaemonSet mounts it. The API server's behaviour is shown in test/integration/policies*.test.ts.
+// the identities exactly, by their ServiceAccounts in the install's namespace, and the agent's disk dir as
+// the DaemonSet mounts it. The API server's behaviour is shown in test/integration/policies*.test.ts.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
@@ -11,7 +11,20 @@ import { REPO_ROOT } from '../../hack/lib/paths.ts';
 interface Policy {
   kind: string;
   metadata: { name: string; namespace?: string };
-  spec: { matchConditions?: { name: string; expression: string }[]; variables?: { name: string; expression: string }[] };
+  spec: {
+    paramKind?: { apiVersion: string; kind: string };
+    matchConstraints: { resourceRules: { resources: string[] }[] };
+    matchConditions?: { name: string; expression: string }[];
+    variables?: { name: string; expression: string }[];
+  };
+}
+interface Binding {
+  kind: string;
+  spec: {
+    policyName: string;
+    paramRef?: { namespace?: string; selector?: { matchLabels?: Record<string, string> }; parameterNotFoundAction?: string };
+    matchResources?: { namespaceSelector?: { matchLabels?: Record<string, string> } };
+  };
 }
 interface DaemonSet {
   kind: string;
@@ -27,27 +40,41 @@ interface DaemonSet {
 const docs = <T>(path: string) => loadAll(readFileSync(join(REPO_ROOT, path), 'utf8')) as T[];
 const policyFiles = readdirSync(join(REPO_ROOT, 'kustomize/policies')).filter((f) => f.endsWith('_policy.yaml'));
 const policies = policyFiles.flatMap((f) => docs<Policy>(`kustomize/policies/${f}`)).filter((o) => o.kind === 'ValidatingAdmissionPolicy');
-const serviceAccounts = docs<{ metadata: { name: string; namespace: string } }>('kustomize/rbac/service_accounts.yaml');
+const bindings = policyFiles.flatMap((f) => docs<Binding>(`kustomize/policies/${f}`)).filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding');
+const serviceAccounts = docs<{ metadata: { name: string; namespace: string; labels: Record<string, string> } }>('kustomize/rbac/service_accounts.yaml');
 
-test('every policy matches its ServiceAccount by name in whatever namespace the install lives in, whatever prefix or suffix kustomize gave it', (t) => {
+test("every policy names its ServiceAccount exactly: the binding's parameter, that account of the install's namespace", (t) => {
   t.is(policies.length, 6);
   // The wipe policy holds every identity alike (ADR 38): it names none.
   t.deepEqual(
     policies.filter((p) => !p.spec.matchConditions).map((p) => p.metadata.name),
     ['nodedisks-wipe.localtest.example.com'],
   );
+  const exact = "'system:serviceaccount:' + params.metadata.namespace + ':' + params.metadata.name";
   for (const p of policies.filter((p) => p.spec.matchConditions)) {
+    t.deepEqual(p.spec.paramKind, { apiVersion: 'v1', kind: 'ServiceAccount' }, p.metadata.name);
     const exprs = (p.spec.matchConditions ?? []).map((c) => c.expression);
     t.is(exprs.length, 1, p.metadata.name);
-    const m = /^!?request\.userInfo\.username\.matches\('\^system:serviceaccount:\[\^:\]\+:\(\[\^:\]\*-\)\?([a-z-]+)\(-\[\^:\]\*\)\?\$'\)$/.exec(exprs[0]!);
-    t.truthy(m, `${p.metadata.name}: ${exprs[0]}`);
-    t.true(
-      serviceAccounts.some((sa) => sa.metadata.name === m![1]),
-      `${p.metadata.name} names ServiceAccount ${m![1]}`,
+    t.true(exprs[0] === `request.userInfo.username == ${exact}` || exprs[0] === `request.userInfo.username != ${exact}`, `${p.metadata.name}: ${exprs[0]}`);
+    t.notRegex(JSON.stringify(p), /username\.matches/, `${p.metadata.name} matches no identity by a pattern`);
+    const binding = bindings.find((b) => b.spec.policyName === p.metadata.name);
+    const ref = binding?.spec.paramRef;
+    t.is(ref?.parameterNotFoundAction, 'Deny', `${p.metadata.name}: no ServiceAccount found refuses (fails closed)`);
+    t.is(ref?.namespace, serviceAccounts[0]!.metadata.namespace, p.metadata.name);
+    const selected = serviceAccounts.filter((sa) => Object.entries(ref?.selector?.matchLabels ?? {}).every(([k, v]) => sa.metadata.labels[k] === v));
+    t.deepEqual(
+      selected.map((sa) => sa.metadata.name),
+      [p.metadata.name.startsWith('nodedisks-agent') ? 'node-disks-agent' : 'node-disks-operator'],
+      `${p.metadata.name} selects one ServiceAccount of kustomize/rbac`,
     );
+    // A Lease policy's binding that found no parameter would refuse every Lease write it matches.
+    const leases = p.spec.matchConstraints.resourceRules.some((r) => r.resources.includes('leases'));
+    t.is(binding?.spec.matchResources?.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'], leases ? ref?.namespace : undefined, p.metadata.name);
   }
-  // No namespace is spelled in a policy: kustomize's `namespace:` would not rewrite it.
-  for (const f of policyFiles) t.notRegex(readFileSync(join(REPO_ROOT, 'kustomize/policies', f), 'utf8'), /node-disks-system/, f);
+  // kustomize's `namespace:` rewrites the namespace fields, of this directory's overlays too.
+  const config = readFileSync(join(REPO_ROOT, 'kustomize/policies/kustomizeconfig.yaml'), 'utf8');
+  t.regex(config, /path: spec\/paramRef\/namespace/);
+  t.regex(config, /path: spec\/matchResources\/namespaceSelector\/matchLabels\/kubernetes\.io\\\/metadata\.name/);
 });
 
 test("the agent policy's disk dir is the one the DaemonSet mounts and the agent writes into spec.path", (t) => {
