@@ -166,6 +166,11 @@ export const nodeDiskSchema: SchemaProps = {
               message: 'spec.desired.owner may be set only when spec.desired.state is Reserved',
               fieldPath: '.owner',
             },
+            {
+              rule: "(has(self.state) && self.state == 'Reserved') || !has(self.ownerUID) || self.ownerUID == ''",
+              message: 'spec.desired.ownerUID may be set only when spec.desired.state is Reserved',
+              fieldPath: '.ownerUID',
+            },
           ],
           properties: {
             state: {
@@ -179,6 +184,13 @@ export const nodeDiskSchema: SchemaProps = {
               description: 'Who holds the reservation: "auto" for the label policy, any other name for a manual reservation. Set only when state is Reserved.',
               maxLength: MAX_OWNER_LENGTH,
               pattern: `^$|${OWNER_PATTERN}`,
+            },
+            ownerUID: {
+              type: 'string',
+              description:
+                "The UID of the object the reservation is held for, when the owner names one: the controller writes the NodeDiskClaim's UID with owner claim:<namespace>/<name>, as a PersistentVolume's claimRef records its claim's. A claim created again under the same name is another object and does not get the disk. Set only when state is Reserved.",
+              maxLength: 128,
+              pattern: '^[A-Za-z0-9-]*$',
             },
           },
         },

@@ -20,6 +20,8 @@ export type ObjectMeta = Omit<KubeObjectMeta, 'namespace'>;
 export interface DesiredSpec {
   state?: DesiredState;
   owner?: string;
+  /** The UID of the object the reservation is for, when the owner names one (a claim's: `claim:<ns>/<name>`). */
+  ownerUID?: string;
 }
 
 export interface NodeDiskSpec {

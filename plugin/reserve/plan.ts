@@ -4,12 +4,13 @@
 // Planning reads only the disks as they were listed and the request: what to write to each disk (the
 // auto-reserve label, or spec.desired for --owner), or why not (someone else's reservation, a field git
 // owns). Nothing is written until every disk is planned, so a refusal leaves the cluster as it was.
-import { API_VERSION, AUTO_OWNER, AUTO_RESERVE_VALUE, KIND, LABEL_AUTO_RESERVE, MAX_OWNER_LENGTH, OWNER_PATTERN } from '../../api/constants.ts';
+import { API_VERSION, AUTO_OWNER, AUTO_RESERVE_VALUE, CLAIM_OWNER_PREFIX, KIND, LABEL_AUTO_RESERVE, MAX_OWNER_LENGTH, OWNER_PATTERN } from '../../api/constants.ts';
 import type { JsonPatchOp, NodeDiskApply } from '../../api/client.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import type { SelectionFlags } from '../select.ts';
 import { pickFree } from '../../api/free-disk.ts';
+import { claimGone } from '../../api/owner.ts';
 import { fieldOwners, gitOwners, gitRouteError } from './ownership.ts';
 
 export type Action = 'reserve' | 'release';
@@ -93,6 +94,21 @@ export function planRelease(nd: NodeDisk, req: Request): Plan {
     const owners = fieldOwners(nd, ['metadata', 'labels', LABEL_AUTO_RESERVE]);
     if (gitOwners(owners).length && !req.forceConflicts) throw gitRouteError(nd, `label ${LABEL_AUTO_RESERVE}`, gitOwners(owners));
     ops.push({ op: 'remove', path: `/metadata/labels/${LABEL_AUTO_RESERVE.replace(/~/g, '~0').replace(/\//g, '~1')}` });
+  }
+  const claimKey = d?.state === 'Reserved' && d.owner?.startsWith(CLAIM_OWNER_PREFIX) ? d.owner.slice(CLAIM_OWNER_PREFIX.length) : undefined;
+  if (claimKey !== undefined) {
+    // A claim's reservation is its claim's (the API server keeps it so): released by deleting the claim,
+    // or here once the controller says the claim is gone (Released, like a PV whose claim went).
+    if (!claimGone(nd)) {
+      const [ns, claim] = claimKey.split('/');
+      throw new PluginError(
+        `${nd.metadata.name} is reserved for NodeDiskClaim ${claimKey}: release it by deleting the claim (kubectl delete ndc ${claim} -n ${ns}). ` +
+          'Once the claim is gone the controller says ClaimGone on the NodeDisk (kubectl nodedisks status shows it), and it can be released here',
+        EXIT.conflict,
+      );
+    }
+    ops.push({ op: 'replace', path: '/spec/desired', value: { state: 'Available' } });
+    return { nd, steps: [{ name: nd.metadata.name ?? '', patch: ops }], verb: `released (it was reserved for NodeDiskClaim ${claimKey}, which is gone)` };
   }
   if (d?.state === 'Reserved' && d.owner !== AUTO_OWNER) {
     const holder = d.owner ?? '';
