@@ -166,11 +166,6 @@ export const nodeDiskSchema: SchemaProps = {
               message: 'spec.desired.owner may be set only when spec.desired.state is Reserved',
               fieldPath: '.owner',
             },
-            {
-              rule: "(has(self.state) && self.state == 'Reserved') || !has(self.ownerUID) || self.ownerUID == ''",
-              message: 'spec.desired.ownerUID may be set only when spec.desired.state is Reserved',
-              fieldPath: '.ownerUID',
-            },
           ],
           properties: {
             state: {
@@ -188,7 +183,7 @@ export const nodeDiskSchema: SchemaProps = {
             ownerUID: {
               type: 'string',
               description:
-                "The UID of the object the reservation is held for, when the owner names one: the controller writes the NodeDiskClaim's UID with owner claim:<namespace>/<name>, as a PersistentVolume's claimRef records its claim's. A claim created again under the same name is another object and does not get the disk. Set only when state is Reserved.",
+                "The UID of the object the reservation is held for, when the owner names one: the controller writes the NodeDiskClaim's UID with owner claim:<namespace>/<name>, as a PersistentVolume's claimRef records its claim's. A claim created again under the same name is another object and does not get the disk. Cleared with the owner when the disk is released (the admission policies see to it for a claim's).",
               maxLength: 128,
               pattern: '^[A-Za-z0-9-]*$',
             },

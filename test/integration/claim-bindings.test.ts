@@ -172,7 +172,10 @@ test.serial(
     for (const who of [new NodeDiskClient(as('edna')), admin()]) {
       const err = await denied(t, who.mergePatch(name, { spec: { desired: { ownerUID: 'uid-3' } } }, { fieldManager: FIELD_MANAGER.plugin }));
       // Whether or not the controller has said yet that the claim (which never existed) is gone.
-      t.regex(err.message, /is reserved for NodeDiskClaim ns\/db(: only the controller changes that reservation|, which is gone: it may only be released \(to Available, no owner\))/);
+      t.regex(
+        err.message,
+        /is reserved for NodeDiskClaim ns\/db(: only the controller changes that reservation|, which is gone: it may only be released \(to Available, with no owner and no ownerUID\))/,
+      );
     }
     // The claim ns/db (uid-1) does not exist: the controller says so, and nobody else may write or remove that word.
     const released = await diskWhere(name, 'ClaimGone', (d) => cond(d.status?.conditions, 'Accepted')?.reason === 'ClaimGone');
@@ -239,7 +242,7 @@ test.serial('a reservation whose claim is gone is Released: the NodeDisk says Cl
   // Releasing it otherwise than to Available is refused, even now.
   const olga = new NodeDiskClient(as('olga'));
   const handOver = await denied(t, olga.mergePatch(diskName, { spec: { desired: { owner: 'olga', ownerUID: '' } } }, { fieldManager: FIELD_MANAGER.plugin }));
-  t.regex(handOver.message, /is reserved for NodeDiskClaim orphans\/db, which is gone: it may only be released \(to Available, no owner\)/);
+  t.regex(handOver.message, /is reserved for NodeDiskClaim orphans\/db, which is gone: it may only be released \(to Available, with no owner and no ownerUID\)/);
   const done = await plugin('olga', 'release', diskName);
   t.is(done.code, 0, done.stderr);
   t.regex(done.stdout, new RegExp(`nodedisk.localtest.example.com/${diskName} released \\(it was reserved for NodeDiskClaim orphans/db, which is gone\\)`));
