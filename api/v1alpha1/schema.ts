@@ -96,7 +96,7 @@ export const conditionSchema: SchemaProps = {
     reason: {
       type: 'string',
       description:
-        "Why, as one CamelCase word for programs: for Ready PhaseMatchesDesired, Progressing, DiskMissing, AgentError, WaitingForAgent or AgentStale; for Accepted the policy's reason (ReservedByOther, InvalidLabelValue when False).",
+        "Why, as one CamelCase word for programs: for Ready PhaseMatchesDesired, Progressing, DiskMissing, AgentError, WaitingForAgent or AgentStale; for Accepted the policy's reason (ReservedByOther, InvalidLabelValue when False), or ClaimGone for a reservation whose NodeDiskClaim is gone (Released).",
       minLength: 1,
       maxLength: 1024,
       pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
