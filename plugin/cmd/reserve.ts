@@ -70,7 +70,7 @@ export const releaseCommand: CommandSpec<MutateArgs> = {
   name: 'release',
   summary: "Release reservations (the label, or a manual one; --force for someone else's)",
   description:
-    "Release NodeDisks: remove the auto-reserve label, or set a manual reservation back to Available. Releasing someone else's reservation needs --force, and says whose it was. With -l/--node, --all is required.",
+    "Release NodeDisks: remove the auto-reserve label, or set a manual reservation back to Available. Releasing someone else's reservation needs --force, and says whose it was. A NodeDiskClaim's reservation is released by deleting the claim; once the claim is gone (the controller says ClaimGone: deleted with reclaimPolicy Retain, or its namespace) the disk is Released and this releases it, without --force. With -l/--node, --all is required.",
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
   flags: MUTATE_FLAGS,
   examples: [
