@@ -96,6 +96,12 @@ export const REASON_NODE_GONE = 'NodeGone';
  * deleted and registered again: another UID). Not free either: it is not this machine's disk (ADR 35).
  */
 export const REASON_NODE_REPLACED = 'NodeReplaced';
+/**
+ * The Accepted reason of a NodeDisk reserved for a claim that is gone (that UID: deleted with reclaimPolicy
+ * Retain, or its namespace): the reservation is Released, its data kept. Only the controller writes it,
+ * and the claims admission policy lets a person release a claim's reservation only while it is there.
+ */
+export const REASON_CLAIM_GONE = 'ClaimGone';
 
 /** Kubernetes limits the name and label rules must respect. */
 export const MAX_NAME_LENGTH = 253;

@@ -1,6 +1,6 @@
 // Who a reservation is for, in the few kinds the programs and the dashboards tell apart.
-import { AUTO_OWNER, CLAIM_OWNER_PREFIX, RECOVERED_OWNER } from './constants.ts';
-import type { DesiredSpec } from './v1alpha1/types.ts';
+import { AUTO_OWNER, CLAIM_OWNER_PREFIX, CONDITION, REASON_CLAIM_GONE, RECOVERED_OWNER } from './constants.ts';
+import type { DesiredSpec, NodeDisk } from './v1alpha1/types.ts';
 
 export const OWNER_KINDS = ['none', 'policy', 'claim', 'recovered', 'manual'] as const;
 export type OwnerKind = (typeof OWNER_KINDS)[number];
@@ -18,4 +18,13 @@ export function ownerKind(desired: DesiredSpec | undefined): OwnerKind {
 /** The owner string of a reservation held for the claim `namespace/name`. */
 export function claimOwner(namespace: string, name: string): string {
   return `${CLAIM_OWNER_PREFIX}${namespace}/${name}`;
+}
+
+/**
+ * Whether the controller says, for the generation `nd` is at, that the claim its reservation is for is
+ * gone (Accepted, reason ClaimGone): what the claims admission policy reads before it lets a person
+ * release a claim's reservation.
+ */
+export function claimGone(nd: NodeDisk): boolean {
+  return !!nd.status?.conditions?.some((c) => c.type === CONDITION.accepted && c.reason === REASON_CLAIM_GONE && c.observedGeneration === nd.metadata.generation);
 }

@@ -3,7 +3,7 @@
 // api/claim-fit.ts's, shared with the plugin); and the claim's status from the disk it holds, or from
 // the Pending line its team reads. See docs/adr/0034-node-disk-claims.md.
 import { type FitContext, type Misfit, agentStale, misfit } from '../api/claim-fit.ts';
-import { CLAIM_CONDITION, CLAIM_OWNER_PREFIX } from '../api/constants.ts';
+import { CLAIM_CONDITION, CLAIM_OWNER_PREFIX, CONDITION, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../api/constants.ts';
 import { quantityBytes } from '../api/quantity.ts';
 import type { NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
 import type { Condition, ConditionStatus, NodeDisk } from '../api/v1alpha1/types.ts';
@@ -71,6 +71,21 @@ export interface ReadyVerdict {
 export function claimReady(nd: NodeDisk, ctx: FitContext): ReadyVerdict {
   const node = nd.status?.node;
   const where = `on node ${nd.spec.nodeName}`;
+  // The machine the disk was on is gone, or another one holds the name now (ADR 35): whatever its agent
+  // reported, or a new machine's agent renews, the disk is not there for the claim's pods.
+  const machine = nd.status?.conditions?.find((c) => c.type === CONDITION.ready && (c.reason === REASON_NODE_GONE || c.reason === REASON_NODE_REPLACED));
+  if (machine?.reason === REASON_NODE_GONE)
+    return {
+      status: 'False',
+      reason: REASON_NODE_GONE,
+      message: `node ${nd.spec.nodeName} is gone (no Node object): the disk went with its machine; its reservation stays until a person releases it`,
+    };
+  if (machine?.reason === REASON_NODE_REPLACED)
+    return {
+      status: 'False',
+      reason: REASON_NODE_REPLACED,
+      message: `node ${nd.spec.nodeName} is another machine now (another Node UID): the disk was on the machine before, not on this one; its reservation stays until a person releases it`,
+    };
   if (node?.phase && agentStale(nd, ctx)) return { status: 'Unknown', reason: 'AgentStale', message: `the node agent ${where} is stale; its report (${node.phase}) may be out of date` };
   if (node?.phase === 'Reserved') return { status: 'True', reason: 'MarkerOnNode', message: `the reservation marker of ${nd.spec.path} is ${where}` };
   if (node?.phase === 'Missing') return { status: 'False', reason: 'DiskMissing', message: `disk image ${nd.spec.path} is missing ${where}` };
@@ -86,7 +101,7 @@ function condition(prev: Condition[] | undefined, type: string, v: ReadyVerdict,
 const timestamp = (now: Date) => now.toISOString().replace(/\.\d+Z$/, 'Z');
 
 /** Ready reasons of a Bound claim that only a person can mend (the controller never moves a Bound claim). */
-const NEEDS_A_PERSON = new Set(['DiskMissing', 'AgentError']);
+const NEEDS_A_PERSON = new Set(['DiskMissing', 'AgentError', REASON_NODE_GONE, REASON_NODE_REPLACED]);
 
 /** Status of a claim that holds `nd`. */
 export function boundStatus(claim: NodeDiskClaim, nd: NodeDisk, ctx: FitContext, now: Date): NodeDiskClaimStatus {

@@ -1,9 +1,10 @@
 // The claims binder: binds each NodeDiskClaim to one free NodeDisk that fits, as the PersistentVolume
 // binder binds a PVC, and releases the disk when the claim is deleted (docs/adr/0034-node-disk-claims.md).
 //
-// - The truth of a binding is the disk's owner: a NodeDisk reserved for `claim:<namespace>/<name>` is that
-//   claim's, whatever the claim's status says (so a restarted controller finds its bindings where it left
-//   them, and never hands a disk to two claims).
+// - The truth of a binding is the disk's owner and owner UID: a NodeDisk reserved for
+//   `claim:<namespace>/<name>` with the claim's UID is that claim's, whatever the claim's status says (so a
+//   restarted controller finds its bindings where it left them, and never hands a disk to two claims). A
+//   claim created again under the same name is another object: the old one's retained disk is not its.
 // - Binding is a server-side apply of spec.desired {Reserved, owner} conditional on the resourceVersion the
 //   disk was chosen from: if anyone (a person, the label policy, another claim) wrote the disk since, the
 //   API server refuses it and the claim chooses again from a fresh read (ADR 11).
@@ -47,6 +48,8 @@ export interface BinderOptions {
   bindSeconds?: Pick<Histogram, 'observe'>;
   /** Sync through the streaming watch-list where the API server offers it (the default). */
   watchList?: boolean;
+  /** A claim is gone (`claim:<namespace>/<name>`): the NodeDisks reserved for it say whether they are Released. */
+  onClaimGone?: (owner: string) => void;
 }
 
 /** Disks tried, each from a fresh read after a conflict, before the claim goes back to the queue. */
@@ -88,7 +91,10 @@ export class Binder {
       {
         onUpsert: (c) => this.queue.add(keyOfNamespaced(c)),
         // Gone: its reconcile finds nothing to do, and a failure it had no longer makes us unready.
-        onDelete: (c) => this.queue.add(keyOfNamespaced(c)),
+        onDelete: (c) => {
+          this.queue.add(keyOfNamespaced(c));
+          o.onClaimGone?.(claimOwner(c.metadata.namespace ?? '', c.metadata.name ?? ''));
+        },
         onSync: () => {
           for (const key of this.informer.cache.keys()) this.queue.add(key, 'sweep');
         },
@@ -138,6 +144,25 @@ export class Binder {
     }
   }
 
+  /**
+   * The claim a NodeDisk's reservation is for, in words, when that claim is gone: no claim of the name, or
+   * one that does not hold the disk (another UID: created again under the name). Undefined when the disk
+   * is not reserved for a claim, or its claim is there.
+   */
+  claimGoneOf(nd: NodeDisk): string | undefined {
+    const d = nd.spec.desired;
+    const key = d?.state === 'Reserved' ? claimKeyOfOwner(d.owner) : undefined;
+    if (key === undefined) return undefined;
+    const claim = this.informer.cache.get(key);
+    if (claim && holds(claim, nd)) return undefined;
+    return d?.ownerUID ? `NodeDiskClaim ${key} (UID ${d.ownerUID})` : `NodeDiskClaim ${key}`;
+  }
+
+  /** The NodeDisks reserved for `owner`, by name (the index's word: a guide for what to look at again). */
+  reservedFor(owner: string): ReadonlySet<string> {
+    return this.index.reservedFor(owner);
+  }
+
   readiness(): string | undefined {
     if (!this.informer.hasSynced) return `claims informer not synced${this.informer.error ? `: ${this.informer.error.message}` : ''}`;
     if (this.informer.error) return `cannot list or watch NodeDiskClaims: ${this.informer.error.message}`;
@@ -184,12 +209,17 @@ export class Binder {
     return { now: Date.now(), staleAfterMs: this.o.staleAfterMs, ...(hb ? { liveness: (node: string) => hb.liveness(node) } : {}) };
   }
 
-  /** The disks reserved for `owner`, by name (as the cache has them: the index only says where to look). */
-  private held(owner: string): NodeDisk[] {
+  /**
+   * The disks `claim` holds, by name (as the cache has them: the index only says where to look): reserved
+   * for its owner and its UID. A reservation with no UID (written before the binder recorded one) is the
+   * claim's only when the claim's own status names that disk: the object that was bound, never one created
+   * again under its name (whose status starts empty).
+   */
+  private held(claim: NodeDiskClaim, owner: string): NodeDisk[] {
     const out: NodeDisk[] = [];
     for (const name of this.index.reservedFor(owner)) {
       const nd = this.o.diskInformer.cache.get(name);
-      if (nd?.spec.desired?.state === 'Reserved' && nd.spec.desired.owner === owner) out.push(nd);
+      if (nd?.spec.desired?.state === 'Reserved' && nd.spec.desired.owner === owner && holds(claim, nd)) out.push(nd);
     }
     return out.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
   }
@@ -219,7 +249,7 @@ export class Binder {
     const name = claim.metadata.name ?? '';
     const owner = claimOwner(ns, name);
     this.syncIndex();
-    let held = this.held(owner);
+    let held = this.held(claim, owner);
 
     if (claim.metadata.deletionTimestamp) {
       if (!claim.metadata.finalizers?.includes(CLAIM_FINALIZER)) return undefined;
@@ -246,6 +276,9 @@ export class Binder {
       return undefined;
     }
     if (!claim.metadata.finalizers?.includes(CLAIM_FINALIZER)) await this.setFinalizer(claim, true);
+    // A reservation from before the binder recorded the claim's UID gets it now: from then on it is this object's.
+    held = await Promise.all(held.map((nd) => (nd.spec.desired?.ownerUID ? nd : this.adopt(claim, owner, nd))));
+    held = held.filter((nd) => nd.spec.desired?.state === 'Reserved' && nd.spec.desired.owner === owner && holds(claim, nd));
 
     // One disk per claim: a second one (a bind whose answer was lost, then tried again) goes back.
     if (held.length > 1) {
@@ -366,7 +399,12 @@ export class Binder {
         // force: the default Available belongs to the agent (ADR 4); the resourceVersion keeps force from
         // taking a disk anyone wrote since it was chosen.
         const updated = await this.o.disks.apply(
-          { apiVersion: API_VERSION, kind: KIND, metadata: { name: diskName, resourceVersion: pick.metadata.resourceVersion }, spec: { desired: { state: 'Reserved', owner } } },
+          {
+            apiVersion: API_VERSION,
+            kind: KIND,
+            metadata: { name: diskName, resourceVersion: pick.metadata.resourceVersion },
+            spec: { desired: { state: 'Reserved', owner, ownerUID: claim.metadata.uid ?? '' } },
+          },
           { fieldManager: FIELD_MANAGER.controller, force: true },
         );
         const stored = this.storeDisk(updated);
@@ -410,6 +448,30 @@ export class Binder {
   }
 
   /**
+   * Records the claim's UID on a reservation it holds from before UIDs were recorded, conditional on the
+   * version read (the disk as it is now when that write fails: the next reconcile judges it again).
+   */
+  private async adopt(claim: NodeDiskClaim, owner: string, nd: NodeDisk): Promise<NodeDisk> {
+    const name = nd.metadata.name ?? '';
+    try {
+      const updated = await this.o.disks.apply(
+        {
+          apiVersion: API_VERSION,
+          kind: KIND,
+          metadata: { name, resourceVersion: nd.metadata.resourceVersion },
+          spec: { desired: { state: 'Reserved', owner, ownerUID: claim.metadata.uid ?? '' } },
+        },
+        { fieldManager: FIELD_MANAGER.controller, force: true },
+      );
+      this.o.log.info('recorded the claim UID on its reservation', { claim: keyOfNamespaced(claim), nodeDisk: name });
+      return this.storeDisk(updated);
+    } catch (err) {
+      if (!isStaleVersionConflict(err) && !isApiError(err, 404)) throw err;
+      return (await this.refresh(name)) ?? nd;
+    }
+  }
+
+  /**
    * Back to Available with no owner, conditional on the version read: a disk someone else took is left
    * alone. With `wipe`, a wipe request too: nobody gets the disk before its agent has wiped it. True when
    * this released it.
@@ -417,7 +479,8 @@ export class Binder {
   private async release(nd: NodeDisk, why: string, wipe?: string): Promise<boolean> {
     let current: NodeDisk | undefined = nd;
     for (let attempt = 1; current && attempt <= MAX_ATTEMPTS; attempt++) {
-      if (current.spec.desired?.owner !== nd.spec.desired?.owner || current.spec.desired?.state !== 'Reserved') return false;
+      const [was, now] = [nd.spec.desired, current.spec.desired];
+      if (now?.owner !== was?.owner || (now?.ownerUID ?? '') !== (was?.ownerUID ?? '') || now?.state !== 'Reserved') return false;
       const name = current.metadata.name ?? '';
       try {
         const updated = await this.o.disks.apply(
@@ -443,4 +506,11 @@ export class Binder {
     const updated = await this.o.claims.apply({ apiVersion: API_VERSION, kind: CLAIM_KIND, metadata }, { fieldManager: FIELD_MANAGER.controller });
     if (present || updated.metadata.finalizers?.length) this.informer.storeOwnWrite(updated);
   }
+}
+
+/** Whether `nd`, reserved for the claim's owner, is this claim's: its UID, or none recorded and the claim's status names it. */
+export function holds(claim: NodeDiskClaim, nd: NodeDisk): boolean {
+  const uid = nd.spec.desired?.ownerUID;
+  if (uid) return uid === claim.metadata.uid;
+  return claim.status?.diskName !== undefined && claim.status.diskName === nd.metadata.name;
 }

@@ -102,6 +102,12 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
     heartbeats,
     ...(nodes ? { nodes } : {}),
     nodeGoneGraceMs: config.nodeGoneGraceMs,
+    claims: {
+      get hasSynced() {
+        return b.informer.hasSynced;
+      },
+      claimGoneOf: (nd) => b.claimGoneOf(nd),
+    },
   });
   const c = new Controller({ client, reconciler, workers: config.workers, watchList: config.watchList, log, metrics, onNodeDisk: (name) => b.diskChanged(name), ...(nodes ? { nodes } : {}) });
   const b: Binder = new Binder({
@@ -115,6 +121,10 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
     events,
     bindSeconds: metrics.claimBindSeconds,
     watchList: config.watchList,
+    // Its disks' Accepted condition says ClaimGone now.
+    onClaimGone: (owner) => {
+      for (const name of b.reservedFor(owner)) c.queue.add(name);
+    },
   });
   return { controller: c, binder: b, heartbeats, nodes };
 }

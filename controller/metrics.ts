@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from '../lib/runtime/prom-client.ts';
 import { CLAIM_PHASES, type NodeDiskClaim } from '../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
-import { CONDITION } from '../api/constants.ts';
+import { CONDITION, REASON_CLAIM_GONE } from '../api/constants.ts';
 import { ownerKind } from '../api/owner.ts';
 import { registerProcessMetrics } from '../lib/runtime/process-metrics.ts';
 
@@ -117,6 +117,19 @@ export function controllerMetrics(
         }
         this.reset();
         for (const [phase, count] of n) this.set({ phase }, count);
+      },
+    }),
+    // Reservations held for a claim that is gone (Accepted reason ClaimGone, as the controller wrote it):
+    // Released disks that keep their data and nobody uses until a person releases them. No label: the
+    // NodeDisks say which (kubectl nodedisks status), and a team's namespace would be one series per team.
+    orphanedClaimReservations: new Gauge({
+      name: 'nodedisks_controller_orphaned_claim_reservations',
+      help: "NodeDisks in the leader's cache reserved for a NodeDiskClaim that is gone (Accepted reason ClaimGone): Released, kept with their data until a person releases them",
+      registers: [registry],
+      collect() {
+        let n = 0;
+        for (const nd of nodeDisks()) if (nd.status?.conditions?.some((c) => c.type === CONDITION.accepted && c.reason === REASON_CLAIM_GONE)) n++;
+        this.set(n);
       },
     }),
     // From the claim's creationTimestamp (whole seconds: a bind within the second of its create counts up

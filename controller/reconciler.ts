@@ -12,7 +12,18 @@
 // label, and once its node has been gone for the grace period it is deleted, if nothing holds it: a
 // reservation or the agent's finalizer keeps it, visibly, until a person acts. The delete is conditional
 // on the version decided from, as every write here.
-import { API_VERSION, CORDONED_VALUE, FIELD_MANAGER, KIND, LABEL_CORDONED, REASON_NODE_GONE, REASON_NODE_REPLACED, REASON_WIPING } from '../api/constants.ts';
+import {
+  API_VERSION,
+  CLAIM_OWNER_PREFIX,
+  CORDONED_VALUE,
+  FIELD_MANAGER,
+  KIND,
+  LABEL_CORDONED,
+  REASON_CLAIM_GONE,
+  REASON_NODE_GONE,
+  REASON_NODE_REPLACED,
+  REASON_WIPING,
+} from '../api/constants.ts';
 import { pendingWipe } from '../api/wipe.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
@@ -23,7 +34,7 @@ import type { EventRecorder } from './events.ts';
 import type { AgentHeartbeats } from './agent-liveness.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { Nodes } from './nodes.ts';
-import { decide, type Refusal } from './policy.ts';
+import { decide, type PolicyNote, type Refusal } from './policy.ts';
 
 export interface ReconcilerOptions {
   client: NodeDiskClient;
@@ -45,6 +56,8 @@ export interface ReconcilerOptions {
   nodes?: Pick<Nodes, 'hasSynced' | 'exists' | 'goneSince' | 'uid'>;
   /** How long the NodeDisks of a gone node stay before the unreserved ones are deleted. */
   nodeGoneGraceMs?: number;
+  /** The claims binder's view of the claims: whether a claim reservation's claim is gone (ClaimGone). */
+  claims?: { readonly hasSynced: boolean; claimGoneOf(nd: NodeDisk): string | undefined };
 }
 
 export interface ReconcileResult {
@@ -165,7 +178,14 @@ export class Reconciler {
       if (heartbeats && !heartbeats.hasSynced) return { updated: current, wrote, requeueAfterMs: 1000 };
       ready = readyCondition(current, now, this.o.staleAfterMs, heartbeats?.liveness(node));
     }
-    const after = decide(current, refusal);
+    let after = decide(current, refusal);
+    const claims = this.o.claims;
+    if (claims && current.spec.desired?.state === 'Reserved' && current.spec.desired.owner?.startsWith(CLAIM_OWNER_PREFIX)) {
+      // Not judged before the claims are known: every claim would look gone.
+      if (!claims.hasSynced) return { updated: current, wrote, requeueAfterMs: 1000 };
+      const claim = claims.claimGoneOf(current);
+      if (claim !== undefined) after = { ...after, note: claimGoneNote(name, claim, after.note) };
+    }
     const status = controllerStatus(current, after, ready, new Date(now));
     if (!sameControllerStatus(current.status, status)) {
       const prevAccepted = current.status?.conditions?.find((c) => c.type === 'Accepted');
@@ -176,11 +196,25 @@ export class Reconciler {
       wrote = true;
       metrics.writes.inc({ kind: 'status' });
       const acceptedNow = status.conditions.find((c) => c.type === 'Accepted');
-      if (after.note?.conflict && acceptedNow && prevAccepted?.reason !== acceptedNow.reason) {
+      if (acceptedNow?.reason === REASON_CLAIM_GONE && prevAccepted?.reason !== REASON_CLAIM_GONE) {
+        log.info(acceptedNow.message, { nodeDisk: name });
+        await events.record(current, 'Normal', REASON_CLAIM_GONE, 'Observe', acceptedNow.message);
+      } else if (after.note?.conflict && acceptedNow && prevAccepted?.reason !== acceptedNow.reason) {
         log.warn(after.note.message, { nodeDisk: name });
         await events.record(current, 'Warning', after.note.reason, 'PolicyRejected', after.note.message);
       }
     }
     return { updated: current, wrote, ...(ready.recheckAt !== undefined ? { requeueAfterMs: Math.max(0, ready.recheckAt - now) } : {}) };
   }
+}
+
+/**
+ * Accepted of a NodeDisk whose claim is gone: reason ClaimGone, naming the claim and how to release the
+ * disk; still False (with the label's conflict in words) when the label asks for something it cannot do.
+ */
+export function claimGoneNote(disk: string, claim: string, label: PolicyNote | undefined): PolicyNote {
+  const message =
+    `reserved for ${claim}, which is gone: the reservation is Released and the disk keeps its data; ` +
+    `a person with the NodeDisk editor role may release it (kubectl nodedisks release ${disk})`;
+  return { reason: REASON_CLAIM_GONE, message: label?.conflict ? `${message}; ${label.message}` : message, ...(label?.conflict ? { conflict: true } : {}) };
 }

@@ -98,7 +98,7 @@ export const conditionSchema: SchemaProps = {
     reason: {
       type: 'string',
       description:
-        "Why, as one CamelCase word for programs: for Ready PhaseMatchesDesired, Progressing, Wiping, DiskMissing, AgentError, WaitingForAgent or AgentStale; for Accepted the policy's reason (ReservedByOther, InvalidLabelValue when False).",
+        "Why, as one CamelCase word for programs: for Ready PhaseMatchesDesired, Progressing, Wiping, DiskMissing, AgentError, WaitingForAgent or AgentStale; for Accepted the policy's reason (ReservedByOther, InvalidLabelValue when False), or ClaimGone for a reservation whose NodeDiskClaim is gone (Released).",
       minLength: 1,
       maxLength: 1024,
       pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
@@ -188,6 +188,13 @@ export const nodeDiskSchema: SchemaProps = {
                 "A request to wipe the disk before anyone gets it again, named by a token unique to the request (a claim's UID, a UUID). Set with state Available (kubectl nodedisks release --wipe; the controller sets it when a claim with reclaimPolicy Delete lets its disk go). The node agent wipes the image and reports the token in status.node.wipedFor; until then the disk is handed out by nobody, and the API server refuses to reserve it or to drop the request.",
               maxLength: MAX_WIPE_TOKEN_LENGTH,
               pattern: WIPE_TOKEN_PATTERN,
+            },
+            ownerUID: {
+              type: 'string',
+              description:
+                "The UID of the object the reservation is held for, when the owner names one: the controller writes the NodeDiskClaim's UID with owner claim:<namespace>/<name>, as a PersistentVolume's claimRef records its claim's. A claim created again under the same name is another object and does not get the disk. Cleared with the owner when the disk is released (the admission policies see to it for a claim's).",
+              maxLength: 128,
+              pattern: '^[A-Za-z0-9-]*$',
             },
           },
         },

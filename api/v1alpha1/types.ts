@@ -25,6 +25,8 @@ export interface DesiredSpec {
    * status.node.wipedFor; until then the disk is free to nobody (ADR 38).
    */
   wipe?: string;
+  /** The UID of the object the reservation is for, when the owner names one (a claim's: `claim:<ns>/<name>`). */
+  ownerUID?: string;
 }
 
 export interface NodeDiskSpec {

@@ -66,6 +66,8 @@ export interface MutateArgs extends SelectionFlags {
   'force-conflicts'?: boolean | undefined;
   /** release only: wipe the disk before it is free again. */
   wipe?: boolean | undefined;
+  /** release only: a Released claim's disk keeps its data. */
+  'keep-data'?: boolean | undefined;
 }
 
 /** The flags of reserve and release. */

@@ -22,7 +22,15 @@ async function execute(session: Session, args: MutateArgs, action: Action): Prom
   if (!args.names.length && !hasSelection(args)) throw usageError(`${action} needs disk names, or -l/--node with --all; see kubectl nodedisks ${action} --help`);
   if (action === 'release' && hasSelection(args) && !args.all) throw usageError('release with -l/--node/--phase/--desired releases every match: add --all to confirm');
 
-  const req: Request = { owner: args.owner, force: !!args.force, forceConflicts: !!args['force-conflicts'], ...(action === 'release' && args.wipe ? { wipe: newWipeToken() } : {}) };
+  if (args.wipe && args['keep-data']) throw usageError('--wipe and --keep-data contradict each other: choose one');
+  const token = action === 'release' ? newWipeToken() : undefined;
+  const req: Request = {
+    owner: args.owner,
+    force: !!args.force,
+    forceConflicts: !!args['force-conflicts'],
+    ...(args.wipe ? { wipe: token } : {}),
+    ...(args['keep-data'] ? {} : { claimWipe: token }),
+  };
   const r: Run = { mode, quiet: print !== undefined, flags: { fieldManager: args['field-manager'] ?? FIELD_MANAGER.plugin, forceConflicts: req.forceConflicts, dryRun: mode === 'server' } };
   let done: Outcome;
   if (action === 'reserve' && hasSelection(args) && !args.all) {
@@ -64,17 +72,19 @@ export const releaseCommand: CommandSpec<MutateArgs> = {
   name: 'release',
   summary: "Release reservations (the label, or a manual one; --force for someone else's)",
   description:
-    "Release NodeDisks: remove the auto-reserve label, or set a manual reservation back to Available. Releasing someone else's reservation needs --force, and says whose it was. With -l/--node, --all is required. The disk keeps its bytes (the next owner gets them as they are) unless --wipe: then its node agent wipes the image first, and nobody gets the disk until it has (a free disk that still holds an earlier owner's data can be wiped the same way).",
+    "Release NodeDisks: remove the auto-reserve label, or set a manual reservation back to Available. Releasing someone else's reservation needs --force, and says whose it was. A NodeDiskClaim's reservation is released by deleting the claim; once the claim is gone (the controller says ClaimGone: deleted with reclaimPolicy Retain, or its namespace) the disk is Released and this releases it, without --force, wiped first unless --keep-data. With -l/--node, --all is required. Other disks keep their bytes (the next owner gets them as they are) unless --wipe: then the node agent wipes the image first, and nobody gets the disk until it has (a free disk that still holds an earlier owner's data can be wiped the same way).",
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
   flags: {
     ...MUTATE_FLAGS,
     wipe: { type: 'boolean', default: false, describe: 'Wipe the disk before anyone gets it again (its node agent does it; the disk is free once it has)' },
+    'keep-data': { type: 'boolean', default: false, describe: "For a Released claim's disk (ClaimGone): release it without wiping, its data going to the next owner" },
   },
   examples: [
     ['kubectl nodedisks release node-disk-node-a-disk1', 'Remove the auto-reserve label'],
     ['kubectl nodedisks release node-disk-node-a-disk2 --owner team-db', 'Release your own manual reservation'],
     ['kubectl nodedisks release node-disk-node-a-disk3 --force', "Release someone else's reservation"],
     ['kubectl nodedisks release node-disk-node-a-disk2 --owner team-db --wipe', 'Release it, wiped before anyone gets it again'],
+    ['kubectl nodedisks release node-disk-node-a-disk4 --keep-data', "Release a Released claim's disk (its claim is gone) with its data"],
   ],
   run: (session, args) => execute(session, args, 'release'),
 };

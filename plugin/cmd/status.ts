@@ -1,7 +1,8 @@
 // kubectl nodedisks status [NAME…]: per disk, desired vs reported vs the controller's view, in words;
 // with no name, a summary per node.
 import type { CommandSpec } from '../args.ts';
-import { AUTO_OWNER, CONDITION, CORDONED_VALUE, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE, LABEL_CORDONED } from '../../api/constants.ts';
+import { AUTO_OWNER, CLAIM_OWNER_PREFIX, CONDITION, CORDONED_VALUE, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE, LABEL_CORDONED } from '../../api/constants.ts';
+import { claimGone } from '../../api/owner.ts';
 import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, heartbeatLeaseNode } from '../../api/heartbeat-lease.ts';
 import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
@@ -92,6 +93,10 @@ function owner(nd: NodeDisk): string {
     const label = nd.metadata.labels?.[LABEL_AUTO_RESERVE];
     return `reserved by the label policy (owner auto${label === 'true' ? `, label ${LABEL_AUTO_RESERVE}=true` : ', label gone: release pending'})`;
   }
+  if (d.owner?.startsWith(CLAIM_OWNER_PREFIX)) {
+    const claim = `NodeDiskClaim ${d.owner.slice(CLAIM_OWNER_PREFIX.length)}${d.ownerUID ? ` (UID ${d.ownerUID})` : ''}`;
+    return claimGone(nd) ? `reserved for ${claim}, which is gone: Released, the disk keeps its data; kubectl nodedisks release ${nd.metadata.name} frees it` : `reserved for ${claim}`;
+  }
   return d.owner ? `reserved by ${d.owner} (manual)` : 'reserved with no owner (manual)';
 }
 
@@ -180,8 +185,10 @@ export const statusCommand: CommandSpec<StatusArgs> = {
       return;
     }
     const nodes = new Map<string, NodeSummary>();
+    const released: string[] = [];
     for await (const page of selected(session, args)) {
       for (const nd of page) {
+        if (claimGone(nd)) released.push(nd.metadata.name ?? '');
         const s = nodes.get(nd.spec.nodeName) ?? { disks: 0, reserved: 0, available: 0, missing: 0, error: 0, cordoned: 0, free: 0, reservedBytes: 0, lastSeen: 0, gone: false };
         const phase = nd.status?.node?.phase;
         const bytes = nd.status?.node?.capacityBytes ?? 0;
@@ -227,6 +234,12 @@ export const statusCommand: CommandSpec<StatusArgs> = {
         s.gone ? 'GONE' : agentVerdict(leases, name, s.lastSeen, now, staleMs).column,
       ]);
     session.io.out(table(['NODE', 'DISKS', 'RESERVED', 'AVAILABLE', 'MISSING', 'ERROR', 'CORDONED', 'FREE', 'RESERVED-CAPACITY', 'LAST-REPORT', 'AGENT'], rows));
+    // Reservations nobody uses any more, with data on them: a person decides (release, or keep).
+    if (released.length > 0) {
+      const names = released.sort().join(', ');
+      const line = `${released.length} reserved for a NodeDiskClaim that is gone (Released, data kept): ${names}; kubectl nodedisks status NAME says whose, kubectl nodedisks release NAME frees it`;
+      session.io.out(`\n${escapeControl(line)}\n`);
+    }
     if (leases instanceof ApiError) {
       session.io.err(
         escapeControl(

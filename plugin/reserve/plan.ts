@@ -4,13 +4,25 @@
 // Planning reads only the disks as they were listed and the request: what to write to each disk (the
 // auto-reserve label, or spec.desired for --owner), or why not (someone else's reservation, a field git
 // owns). Nothing is written until every disk is planned, so a refusal leaves the cluster as it was.
-import { ANNOTATION_WIPE_ON_RELEASE, API_VERSION, AUTO_OWNER, AUTO_RESERVE_VALUE, KIND, LABEL_AUTO_RESERVE, MAX_OWNER_LENGTH, OWNER_PATTERN, WIPE_ON_RELEASE_VALUE } from '../../api/constants.ts';
+import {
+  ANNOTATION_WIPE_ON_RELEASE,
+  API_VERSION,
+  AUTO_OWNER,
+  AUTO_RESERVE_VALUE,
+  CLAIM_OWNER_PREFIX,
+  KIND,
+  LABEL_AUTO_RESERVE,
+  MAX_OWNER_LENGTH,
+  OWNER_PATTERN,
+  WIPE_ON_RELEASE_VALUE,
+} from '../../api/constants.ts';
 import type { JsonPatchOp, NodeDiskApply } from '../../api/client.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import type { SelectionFlags } from '../select.ts';
 import { pickFree } from '../../api/free-disk.ts';
 import { pendingWipe } from '../../api/wipe.ts';
+import { claimGone } from '../../api/owner.ts';
 import { fieldOwners, gitOwners, gitRouteError } from './ownership.ts';
 
 export type Action = 'reserve' | 'release';
@@ -25,6 +37,8 @@ export interface Request {
   forceConflicts: boolean;
   /** release --wipe: the token of a wipe request the release carries (ADR 38). */
   wipe?: string | undefined;
+  /** The token a release of a Released claim's disk carries unless --keep-data: its data is wiped by default. */
+  claimWipe?: string | undefined;
 }
 
 /** A server-side apply, or (only to remove fields) a JSON Patch guarded by the resourceVersion. */
@@ -105,6 +119,24 @@ export function planRelease(nd: NodeDisk, req: Request): Plan {
       );
       verb = 'released (auto-reserve label removed; the controller asks for a wipe)';
     }
+  }
+  const claimKey = d?.state === 'Reserved' && d.owner?.startsWith(CLAIM_OWNER_PREFIX) ? d.owner.slice(CLAIM_OWNER_PREFIX.length) : undefined;
+  if (claimKey !== undefined) {
+    // A claim's reservation is its claim's (the API server keeps it so): released by deleting the claim,
+    // or here once the controller says the claim is gone (Released, like a PV whose claim went).
+    if (!claimGone(nd)) {
+      const [ns, claim] = claimKey.split('/');
+      throw new PluginError(
+        `${nd.metadata.name} is reserved for NodeDiskClaim ${claimKey}: release it by deleting the claim (kubectl delete ndc ${claim} -n ${ns}). ` +
+          'Once the claim is gone the controller says ClaimGone on the NodeDisk (kubectl nodedisks status shows it), and it can be released here',
+        EXIT.conflict,
+      );
+    }
+    // Released: the retained data was the gone claim's, so it is wiped first unless the person says not (ADR 38).
+    const wipe = req.wipe ?? req.claimWipe;
+    ops.push({ op: 'replace', path: '/spec/desired', value: { state: 'Available', ...(wipe !== undefined ? { wipe } : {}) } });
+    const data = wipe !== undefined ? '; its node agent wipes it before it is free again' : '; its data is kept (--keep-data)';
+    return { nd, steps: [{ name: nd.metadata.name ?? '', patch: ops }], verb: `released (it was reserved for NodeDiskClaim ${claimKey}, which is gone)${data}` };
   }
   if (d?.state === 'Reserved' && d.owner !== AUTO_OWNER) {
     const holder = d.owner ?? '';

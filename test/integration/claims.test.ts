@@ -230,7 +230,7 @@ test.serial('a team claims a disk in its namespace: Bound, the marker on the nod
   await namespace('team-a', 'tina');
   const team = new NodeDiskClaimClient(as('tina'));
   const started = Date.now();
-  await team.create(claim('team-a', 'db', { nodeName: 'claims-a', minCapacity: '32Mi' }), { fieldManager: 'kubectl' });
+  const created = await team.create(claim('team-a', 'db', { nodeName: 'claims-a', minCapacity: '32Mi' }), { fieldManager: 'kubectl' });
   const bound = await claimWhere('team-a', 'db', 'Bound and Ready', readyAndBound);
   const seconds = (Date.now() - started) / 1000;
   t.log(`Bound and Ready ${seconds.toFixed(2)} s after the create`);
@@ -240,7 +240,7 @@ test.serial('a team claims a disk in its namespace: Bound, the marker on the nod
   t.like(cond(bound, 'Ready'), { status: 'True', reason: 'MarkerOnNode' });
   t.deepEqual(bound.metadata.finalizers, [CLAIM_FINALIZER]);
   const nd = await admin().get(diskName);
-  t.deepEqual(nd.spec.desired, { state: 'Reserved', owner: 'claim:team-a/db' });
+  t.deepEqual(nd.spec.desired, { state: 'Reserved', owner: 'claim:team-a/db', ownerUID: created.metadata.uid });
   t.is(readFileSync(join(diskDir('claims-a'), 'disk1.img.reserved'), 'utf8'), 'reserved\n');
   const table = await controlPlane().kubectl(controlPlane().admin(), ['get', 'ndc', '-n', 'team-a', '--as', 'tina']);
   t.regex(table, /^NAME\s+STATUS\s+DISK\s+NODE\s+CAPACITY\s+AGE\n/);
@@ -460,26 +460,45 @@ test.serial("only the controller changes a claim's reservation: an editor can ne
   await gone('team-e', 'db');
 });
 
-test.serial('reclaimPolicy Retain keeps the disk reserved for the deleted claim; the same claim created again is bound to it, and its deletion releases it', async (t) => {
-  await namespace('team-r');
-  await adminClaims().create(claim('team-r', 'keep', { nodeName: 'claims-a', reclaimPolicy: 'Retain' }), { fieldManager: 'test' });
-  const bound = await claimWhere('team-r', 'keep', 'Bound and Ready', readyAndBound);
-  const diskName = bound.status!.diskName!;
-  await adminClaims().delete('team-r', 'keep');
-  await gone('team-r', 'keep');
-  const kept = await admin().get(diskName);
-  t.deepEqual(kept.spec.desired, { state: 'Reserved', owner: 'claim:team-r/keep' });
-  const [retained] = await eventsWhere('team-r', 'keep', 'Retained');
-  t.like(retained, { type: 'Normal', note: `claim deleted with reclaimPolicy Retain: NodeDisk ${diskName} on node claims-a stays reserved for claim:team-r/keep` });
-  t.deepEqual(await claimEvents('team-r', 'keep', 'Released'), []);
-  // The owner on the disk is the binding: the claim again, with the default reclaimPolicy, finds it.
-  await adminClaims().create(claim('team-r', 'keep', { nodeName: 'claims-a' }), { fieldManager: 'test' });
-  const again = await claimWhere('team-r', 'keep', 'Bound', (c) => c.status?.phase === 'Bound');
-  t.is(again.status?.diskName, diskName);
-  await adminClaims().delete('team-r', 'keep');
-  await gone('team-r', 'keep');
-  await eventually('the disk released', async () => (await admin().get(diskName)).spec.desired?.state === 'Available');
-});
+test.serial(
+  'reclaimPolicy Retain keeps the disk reserved for the deleted claim; a claim created again under its name does not get it; a person releases it once the controller says ClaimGone',
+  async (t) => {
+    await namespace('team-r');
+    const first = await adminClaims().create(claim('team-r', 'keep', { nodeName: 'claims-a', reclaimPolicy: 'Retain' }), { fieldManager: 'test' });
+    const bound = await claimWhere('team-r', 'keep', 'Bound and Ready', readyAndBound);
+    const diskName = bound.status!.diskName!;
+    await adminClaims().delete('team-r', 'keep');
+    await gone('team-r', 'keep');
+    const kept = await admin().get(diskName);
+    t.deepEqual(kept.spec.desired, { state: 'Reserved', owner: 'claim:team-r/keep', ownerUID: first.metadata.uid });
+    const [retained] = await eventsWhere('team-r', 'keep', 'Retained');
+    t.like(retained, { type: 'Normal', note: `claim deleted with reclaimPolicy Retain: NodeDisk ${diskName} on node claims-a stays reserved for claim:team-r/keep` });
+    t.deepEqual(await claimEvents('team-r', 'keep', 'Released'), []);
+    // The binding is the claim object's (its UID): the claim again under the name is another object, and
+    // waits rather than take the retained disk (no other disk of the node is free).
+    await adminClaims().create(claim('team-r', 'keep', { nodeName: 'claims-a' }), { fieldManager: 'test' });
+    await claimWhere('team-r', 'keep', 'Pending', (c) => c.status?.phase === 'Pending');
+    const released = await eventually('the disk says ClaimGone', async () => {
+      const d = await admin().get(diskName);
+      return d.status?.conditions?.some((c) => c.type === 'Accepted' && c.reason === 'ClaimGone') ? d : undefined;
+    });
+    t.is(released.spec.desired?.ownerUID, first.metadata.uid);
+    // A person releases it (as kubectl nodedisks release writes it); the waiting claim then gets it.
+    await admin().jsonPatch(
+      diskName,
+      [
+        { op: 'test', path: '/metadata/resourceVersion', value: released.metadata.resourceVersion },
+        { op: 'replace', path: '/spec/desired', value: { state: 'Available' } },
+      ],
+      { fieldManager: FIELD_MANAGER.plugin },
+    );
+    const again = await claimWhere('team-r', 'keep', 'Bound', (c) => c.status?.phase === 'Bound');
+    t.is(again.status?.diskName, diskName);
+    await adminClaims().delete('team-r', 'keep');
+    await gone('team-r', 'keep');
+    await eventually('the disk released', async () => (await admin().get(diskName)).spec.desired?.state === 'Available');
+  },
+);
 
 test.serial("deleting a claim's namespace releases its disk", async (t) => {
   await namespace('team-gone');

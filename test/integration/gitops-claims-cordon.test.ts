@@ -77,7 +77,7 @@ test.serial('a claim written by gitops builds, syncs and binds; unclaimed and pr
   );
   t.is(bound.status?.nodeName, NODE);
   const disk = await disks().get(bound.status?.diskName ?? '');
-  t.deepEqual(disk.spec.desired, { state: 'Reserved', owner: `claim:${NS}/db` });
+  t.deepEqual(disk.spec.desired, { state: 'Reserved', owner: `claim:${NS}/db`, ownerUID: bound.metadata.uid });
   // Synced again, nothing changes: the file is the whole claim and the controller writes only status.
   t.is((await sync(dir)).stdout, 'nodediskclaim.localtest.example.com/db serverside-applied\n');
   t.is((await claims().get(NS, 'db')).metadata.generation, bound.metadata.generation);

@@ -52,7 +52,7 @@ test('the renamed controller reserves a disk for a claim and releases it; nobody
   await nodeDisksFor(await cp.agent('np-node-claim')).create(disk, { fieldManager: FIELD_MANAGER.agent });
   const meta = { apiVersion: API_VERSION, kind: KIND, metadata: { name: disk.metadata.name! } } as const;
   const controller = nodeDisksFor(await cp.controller());
-  await controller.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: 'claim:team-a/db' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });
+  await controller.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: 'claim:team-a/db', ownerUID: 'claim-uid' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });
   const person = await denied(t, nodeDisksFor(cp.admin()).apply({ ...meta, spec: { desired: { state: 'Available', owner: '' } } }, { fieldManager: FIELD_MANAGER.plugin, force: true }));
   t.regex(person.message, /ValidatingAdmissionPolicy 'prod-nodedisks-claims\.localtest\.example\.com-v2'.*reserved for NodeDiskClaim team-a\/db: only the controller changes that reservation/);
   const released = await controller.apply({ ...meta, spec: { desired: { state: 'Available' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });

@@ -147,7 +147,10 @@ test('the controller of this namespace reserves a disk for a claim and releases 
   const disk = newNodeDisk('ns-node-claim', 'disk1');
   await nodeDisksFor(await cp.agent('ns-node-claim')).create(disk, { fieldManager: FIELD_MANAGER.agent });
   const controller = nodeDisksFor(await cp.controller());
-  await controller.apply({ ...meta(disk.metadata.name!), spec: { desired: { state: 'Reserved', owner: 'claim:team-a/db' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });
+  await controller.apply(
+    { ...meta(disk.metadata.name!), spec: { desired: { state: 'Reserved', owner: 'claim:team-a/db', ownerUID: 'claim-uid' } } },
+    { fieldManager: FIELD_MANAGER.controller, force: true },
+  );
   const person = await denied(
     t,
     nodeDisksFor(cp.admin()).apply({ ...meta(disk.metadata.name!), spec: { desired: { state: 'Available', owner: '' } } }, { fieldManager: FIELD_MANAGER.plugin, force: true }),

@@ -410,7 +410,7 @@ test("the controller's token reserves a free disk for a claim and releases it, b
   await nodeDisksFor(cp.admin()).mergePatch(labelled.metadata.name!, { metadata: { labels: { [LABEL_AUTO_RESERVE]: 'true' } } }, { fieldManager: FIELD_MANAGER.plugin });
   const controller = nodeDisksFor(await cp.controller());
   const asController = { fieldManager: FIELD_MANAGER.controller, force: true } as const;
-  const forClaim = (owner: string) => ({ desired: { state: 'Reserved' as const, owner } });
+  const forClaim = (owner: string) => ({ desired: { state: 'Reserved' as const, owner, ownerUID: `uid-of-${owner.replace(/\W/g, '-')}` } });
   await controller.apply({ ...meta(free.metadata.name!), spec: forClaim('claim:team-a/db') }, asController);
   const moved = await denied(t, controller.apply({ ...meta(free.metadata.name!), spec: forClaim('claim:team-b/db') }, asController));
   t.regex(moved.message, /not from Reserved for owner claim:team-a\/db to Reserved for owner claim:team-b\/db/);

@@ -99,6 +99,21 @@ test('the conditions kstatus reads: Pending has Ready False, Lost and a Missing 
   t.deepEqual(types(lostStatus(claim, 'NodeDisk x is gone', at)), ['Bound=False/DiskGone', 'Ready=False/DiskGone', 'Stalled=True/DiskGone']);
 });
 
+test("a Bound claim whose disk's node is gone or another machine now is not Ready, says why, and is Stalled: a new machine's heartbeat does not make it Ready", (t) => {
+  const claim = newClaim('team-a', 'db');
+  claim.metadata.generation = 1;
+  const at = new Date(now);
+  const alive = { ...ctx, liveness: () => ({ kind: 'alive' as const }) };
+  for (const reason of ['NodeGone', 'NodeReplaced']) {
+    const nd = disk('n1', 'd1', { owner: 'claim:team-a/db' });
+    nd.status!.conditions = [{ type: 'Ready', status: 'False', reason, message: 'x', lastTransitionTime: '2026-01-02T03:04:05Z' }];
+    const s = boundStatus(claim, nd, alive, at);
+    t.deepEqual(types(s), ['Bound=True/Bound', `Ready=False/${reason}`, `Stalled=True/${reason}`]);
+    t.is(s.phase, 'Bound');
+    t.regex(s.message ?? '', reason === 'NodeGone' ? /^node n1 is gone \(no Node object\): the disk went with its machine/ : /^node n1 is another machine now \(another Node UID\)/);
+  }
+});
+
 test('a Pending claim whose line does not change is not written again, and keeps its transition times', (t) => {
   const claim = newClaim('team-a', 'db');
   claim.metadata.generation = 1;

@@ -116,6 +116,34 @@ test("release of someone else's reservation needs --force and says whose it was"
   t.throws(() => planRelease(disk('d-disk1', { labels: { [LABEL_AUTO_RESERVE]: 'true' }, managed: [gitOwnsLabel] }), req()), { message: /is managed from git by kustomize-controller/ });
 });
 
+test("a claim's reservation is released only once the controller says its claim is gone (ClaimGone for this generation); otherwise the claim is to be deleted, --force or not", (t) => {
+  const held = disk('d-disk1', { desired: { state: 'Reserved', owner: 'claim:team-a/db', ownerUID: 'u1' } });
+  held.metadata.generation = 2;
+  const refusal = {
+    message:
+      'd-disk1 is reserved for NodeDiskClaim team-a/db: release it by deleting the claim (kubectl delete ndc db -n team-a). Once the claim is gone the controller says ClaimGone on the NodeDisk (kubectl nodedisks status shows it), and it can be released here',
+  };
+  t.throws(() => planRelease(held, req()), refusal);
+  t.throws(() => planRelease(held, req({ force: true })), refusal);
+  const gone = (observedGeneration: number) => [
+    { type: 'Accepted', status: 'True' as const, reason: 'ClaimGone', message: 'gone', lastTransitionTime: '2026-01-01T00:00:00Z', observedGeneration },
+  ];
+  held.status = { ...held.status, conditions: gone(1) };
+  t.throws(() => planRelease(held, req()), refusal, 'a ClaimGone of an older generation says nothing of this one');
+  held.status = { ...held.status, conditions: gone(2) };
+  const plan = planRelease(held, req());
+  t.is(plan.verb, 'released (it was reserved for NodeDiskClaim team-a/db, which is gone)');
+  t.deepEqual(plan.steps, [
+    {
+      name: 'd-disk1',
+      patch: [
+        { op: 'test', path: '/metadata/resourceVersion', value: '42' },
+        { op: 'replace', path: '/spec/desired', value: { state: 'Available' } },
+      ],
+    },
+  ]);
+});
+
 test('planEach plans every disk before anything is written: one refusal refuses all, none is not found', (t) => {
   const free = disk('d-disk1');
   const held = disk('d-disk2', { desired: { state: 'Reserved', owner: 'team-web' } });

@@ -1,7 +1,8 @@
 -- Argo CD health of a NodeDiskClaim (argocd-cm: resource.customizations.health.localtest.example.com_NodeDiskClaim).
 -- Healthy when the claim is Bound and Ready (the marker is on the node) for the generation the controller
 -- has seen; Degraded when a person must act (the disk is gone: Lost; or it is Missing, or its agent reports
--- an error, on the node); Progressing while the controller or the agent still has work to do.
+-- an error, on the node; or its node is gone or another machine: NodeGone, NodeReplaced); Progressing while
+-- the controller or the agent still has work to do.
 local hs = {}
 
 local function condition(conds, type)
@@ -58,7 +59,7 @@ if ready.status == "True" and (ready.observedGeneration == nil or ready.observed
   hs.message = ready.message or "Ready"
   return hs
 end
-if ready.reason == "DiskMissing" or ready.reason == "AgentError" then
+if ready.reason == "DiskMissing" or ready.reason == "AgentError" or ready.reason == "NodeGone" or ready.reason == "NodeReplaced" then
   hs.status = "Degraded"
   hs.message = ready.message or ready.reason
   return hs
