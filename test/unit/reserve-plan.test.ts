@@ -131,9 +131,21 @@ test("a claim's reservation is released only once the controller says its claim 
   held.status = { ...held.status, conditions: gone(1) };
   t.throws(() => planRelease(held, req()), refusal, 'a ClaimGone of an older generation says nothing of this one');
   held.status = { ...held.status, conditions: gone(2) };
-  const plan = planRelease(held, req());
-  t.is(plan.verb, 'released (it was reserved for NodeDiskClaim team-a/db, which is gone)');
+  // The gone claim's data is wiped first (the command's token), unless --keep-data (no token).
+  const plan = planRelease(held, req({ claimWipe: 'w-1' }));
+  t.is(plan.verb, 'released (it was reserved for NodeDiskClaim team-a/db, which is gone); its node agent wipes it before it is free again');
   t.deepEqual(plan.steps, [
+    {
+      name: 'd-disk1',
+      patch: [
+        { op: 'test', path: '/metadata/resourceVersion', value: '42' },
+        { op: 'replace', path: '/spec/desired', value: { state: 'Available', wipe: 'w-1' } },
+      ],
+    },
+  ]);
+  const kept = planRelease(held, req());
+  t.is(kept.verb, 'released (it was reserved for NodeDiskClaim team-a/db, which is gone); its data is kept (--keep-data)');
+  t.deepEqual(kept.steps, [
     {
       name: 'd-disk1',
       patch: [
