@@ -95,7 +95,9 @@ function owner(nd: NodeDisk): string {
   }
   if (d.owner?.startsWith(CLAIM_OWNER_PREFIX)) {
     const claim = `NodeDiskClaim ${d.owner.slice(CLAIM_OWNER_PREFIX.length)}${d.ownerUID ? ` (UID ${d.ownerUID})` : ''}`;
-    return claimGone(nd) ? `reserved for ${claim}, which is gone: Released, the disk keeps its data; kubectl nodedisks release ${nd.metadata.name} frees it` : `reserved for ${claim}`;
+    return claimGone(nd)
+      ? `reserved for ${claim}, which is gone: Released, the disk keeps its data; kubectl nodedisks release ${nd.metadata.name} wipes and frees it (--keep-data frees it with the data)`
+      : `reserved for ${claim}`;
   }
   return d.owner ? `reserved by ${d.owner} (manual)` : 'reserved with no owner (manual)';
 }
