@@ -19,6 +19,7 @@ import { newClaim } from '../../hack/lib/nodedisks.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
+import { claimGone } from '../harness/claims.ts';
 import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { reportedNodeDisk } from '../harness/reported-disks.ts';
@@ -62,14 +63,7 @@ async function diskWhere(name: string, what: string, ok: (d: NodeDisk) => boolea
 }
 
 async function gone(ns: string, name: string): Promise<void> {
-  await eventually(`claim ${ns}/${name} gone`, async () =>
-    adminClaims()
-      .get(ns, name)
-      .then(
-        () => false,
-        (err: { statusCode?: number }) => err.statusCode === 404,
-      ),
-  );
+  await claimGone(adminClaims(), ns, name);
 }
 
 const cond = (conds: Condition[] | undefined, type: string) => conds?.find((x) => x.type === type);

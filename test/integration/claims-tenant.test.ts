@@ -13,6 +13,7 @@ import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { startController, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
+import { claimGone } from '../harness/claims.ts';
 import { denied, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
@@ -67,14 +68,7 @@ function mergePatch(client: NodeDiskClaimClient, ns: string, name: string, body:
 
 async function deleteClaim(ns: string, name: string): Promise<void> {
   await adminClaims().delete(ns, name);
-  await eventually(`claim ${ns}/${name} gone`, async () =>
-    adminClaims()
-      .get(ns, name)
-      .then(
-        () => false,
-        (err: { statusCode?: number }) => err.statusCode === 404,
-      ),
-  );
+  await claimGone(adminClaims(), ns, name);
 }
 
 /** Words that would tell a team of other disks: a count of the pool, or why another's disk is not free. */

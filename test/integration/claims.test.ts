@@ -16,6 +16,7 @@ import { ensureHealthcheck, evaluateHealth, type Verdict } from '../../hack/heal
 import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
+import { claimGone } from '../harness/claims.ts';
 import { fluxKustomization, healthFixtures } from '../harness/gitops-health.ts';
 import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
@@ -114,14 +115,7 @@ async function eventsWhere(ns: string, name: string, reason: string, count = 1):
 }
 
 async function gone(ns: string, name: string): Promise<void> {
-  await eventually(`claim ${ns}/${name} gone`, async () =>
-    adminClaims()
-      .get(ns, name)
-      .then(
-        () => false,
-        (err: { statusCode?: number }) => err.statusCode === 404,
-      ),
-  );
+  await claimGone(adminClaims(), ns, name);
 }
 
 /** A NodeDisk as an agent would report it, made by the admin: no agent runs for its node. */

@@ -15,6 +15,7 @@ import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { newClaim } from '../../hack/lib/nodedisks.ts';
 import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
+import { claimGone } from '../harness/claims.ts';
 import { execResult, type ExecResult } from '../harness/exec.ts';
 import { denied, nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
@@ -167,14 +168,7 @@ test.serial('Retain keeps the bytes and the reservation', async (t) => {
   await claimWhere('team-x', 'keep', 'Bound', bound);
   await writeSecret('disk3');
   await claims().delete('team-x', 'keep');
-  await eventually('claim team-x/keep gone', async () =>
-    claims()
-      .get('team-x', 'keep')
-      .then(
-        () => false,
-        (err: { statusCode?: number }) => err.statusCode === 404,
-      ),
-  );
+  await claimGone(claims(), 'team-x', 'keep');
   const nd = await admin().get(disk('disk3'));
   t.is(nd.spec.desired?.state, 'Reserved');
   t.is(nd.spec.desired?.wipe, undefined);

@@ -51,7 +51,10 @@ test('every role and binding of a program is named after it and binds its Servic
 
 test('the admission policy, the field managers, the Lease and the bundles use the same names', (t) => {
   // The policy's identity is the ServiceAccount its binding selects: the operator's, by its component label.
-  t.regex(readFileSync(join(REPO_ROOT, 'kustomize/policies/controller_policy.yaml'), 'utf8'), /matchLabels:\n\s+app\.kubernetes\.io\/part-of: nodedisks\n\s+app\.kubernetes\.io\/component: operator\n/);
+  t.regex(
+    readFileSync(join(REPO_ROOT, 'kustomize/policies/controller_policy.yaml'), 'utf8'),
+    /matchLabels:\n\s+app\.kubernetes\.io\/part-of: nodedisks\n\s+app\.kubernetes\.io\/component: operator\n/,
+  );
   t.regex(readFileSync(join(REPO_ROOT, 'kustomize/rbac/service_accounts.yaml'), 'utf8'), /name: node-disks-operator\n[\s\S]*?app\.kubernetes\.io\/component: operator\n/);
   t.is(FIELD_MANAGER.controller, 'node-disks-operator');
   t.is(FIELD_MANAGER.agent, 'node-disks-agent');
