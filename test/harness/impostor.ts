@@ -43,7 +43,7 @@ export async function impostorIsHeldToPeoplesRules(t: ExecutionContext, cp: Cont
   const asImpostor = { fieldManager: FIELD_MANAGER.plugin, force: true } as const;
   const client = clientOf(impostor.kubeconfig);
   await clientOf((await cp.controller()).kubeconfig).apply(
-    { ...meta(claimed), spec: { desired: { state: 'Reserved', owner: 'claim:team-a/db' } } },
+    { ...meta(claimed), spec: { desired: { state: 'Reserved', owner: 'claim:team-a/db', ownerUID: 'claim-uid' } } },
     { fieldManager: FIELD_MANAGER.controller, force: true },
   );
 
@@ -52,7 +52,7 @@ export async function impostorIsHeldToPeoplesRules(t: ExecutionContext, cp: Cont
   const bind = await refusal(client.apply({ ...meta(free), spec: { desired: { state: 'Reserved', owner: 'claim:team-b/db' } } }, asImpostor));
   t.regex(bind, /nodedisks-claims\.localtest\.example\.com.*only the controller reserves a NodeDisk for a claim/);
   const admin = clientOf(cp.admin().kubeconfig);
-  t.deepEqual((await admin.get(claimed!.metadata.name!)).spec.desired, { state: 'Reserved', owner: 'claim:team-a/db' });
+  t.deepEqual((await admin.get(claimed!.metadata.name!)).spec.desired, { state: 'Reserved', owner: 'claim:team-a/db', ownerUID: 'claim-uid' });
   t.is((await admin.get(free!.metadata.name!)).spec.desired?.owner, undefined);
   const mine = await client.apply({ ...meta(own), spec: { desired: { state: 'Reserved', owner: 'x' } } }, asImpostor);
   t.is(mine.spec.desired?.owner, 'x', 'an editor: it may reserve a free disk for an owner of its own');

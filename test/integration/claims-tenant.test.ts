@@ -169,7 +169,7 @@ test.serial('a namespace holds at most its max-disks annotation: a retained disk
   await teamQ.create(newClaim('tenant-q', 'first', { nodeName: 'tenant-q1', reclaimPolicy: 'Retain' }), { fieldManager: 'kubectl' });
   const first = await claimWhere('tenant-q', 'first', 'Bound', bound);
   await deleteClaim('tenant-q', 'first');
-  t.deepEqual((await admin().get(first.status!.diskName!)).spec.desired, { state: 'Reserved', owner: 'claim:tenant-q/first' });
+  t.deepEqual((await admin().get(first.status!.diskName!)).spec.desired, { state: 'Reserved', owner: 'claim:tenant-q/first', ownerUID: first.metadata.uid });
 
   await teamQ.create(newClaim('tenant-q', 'second', { nodeName: 'tenant-q1' }), { fieldManager: 'kubectl' });
   const second = await claimWhere('tenant-q', 'second', 'Pending', pending);

@@ -135,7 +135,7 @@ test.serial(
     const cp = controlPlane();
     // No Node of that name: the controller judges the node gone, which is when a pruner looks at its disks.
     const name = await reportedNodeDisk(admin(), 'pruner-claimed', 'disk1', { finalizers: [FINALIZER] });
-    const forClaim = { state: 'Reserved', owner: 'claim:team-a/db' } as const;
+    const forClaim = { state: 'Reserved', owner: 'claim:team-a/db', ownerUID: 'claim-uid' } as const;
     // Only the controller reserves for a claim (the claims policy); its token does so here, as the binder would.
     await nodeDisksFor(await cp.controller()).apply(
       { apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec: { desired: forClaim } },
