@@ -101,7 +101,7 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
 
   // Finalizer first, marker second; on release, (wipe,) marker, finalizer last (ADR 12, ADR 38).
   let desired = nd.spec.desired?.state ?? 'Available';
-  if (desired !== 'Reserved' && (pendingWipe(nd) !== undefined || (await markerState(diskDir, diskID)).kind === 'present')) {
+  if (desired !== 'Reserved' && ((file && pendingWipe(nd) !== undefined) || (await markerState(diskDir, diskID)).kind === 'present')) {
     // Removing a marker frees the disk, and a wipe destroys what is on it: decide both on a fresh read,
     // never on the cache alone, which may still hold a release the watch delivered late while the disk has
     // been reserved again since. The cost is one GET per release, not one per reconcile.
@@ -119,8 +119,13 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   const wipe = desired !== 'Reserved' ? pendingWipe(nd) : undefined;
   let wipedNow: string | undefined;
   if (wipe !== undefined && file) {
+    // Wiping is said once per request: a wipe that keeps failing stays the Error it was reported as,
+    // tried again at each rescan without a write.
+    const failedBefore = ctx.actionErrors.get(diskID)?.startsWith(`cannot wipe the disk image (wipe request ${wipe})`) === true;
     try {
-      nd = await report(ctx, nd, { ...withoutTime(nd.status?.node), phase: 'Wiping', capacityBytes: file.sizeBytes, message: `wiping the disk image (wipe request ${wipe})` });
+      if (!failedBefore) {
+        nd = await report(ctx, nd, { ...withoutTime(nd.status?.node), phase: 'Wiping', capacityBytes: file.sizeBytes, message: `wiping the disk image (wipe request ${wipe})` });
+      }
       await wipeImage(diskDir, diskID);
       wipedNow = wipe;
       metrics.wipes.inc({ result: 'wiped' });

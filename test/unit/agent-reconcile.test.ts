@@ -2,7 +2,7 @@
 // the reservation-protection ordering of ADR 12. The finalizer is added before a marker is written (a
 // failed finalizer write means no marker), the marker is removed before the finalizer, and a marker that
 // cannot be removed keeps the finalizer.
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,7 +84,9 @@ function harness(dir: string, diskID: string, stored: NodeDisk, o: { failFinaliz
     reportAliases: async () => {},
   };
   const run = async () => reconcileDisk(ctx, diskID, await discover(dir, NODE));
-  return { calls, logs, marker, cache, run, metrics, name: stored.metadata.name! };
+  /** With a discovery made earlier: the disk dir changed since the scan. */
+  const runWith = async (discovery: Awaited<ReturnType<typeof discover>>) => reconcileDisk(ctx, diskID, discovery);
+  return { calls, logs, marker, cache, run, runWith, metrics, name: stored.metadata.name! };
 }
 
 test('a reservation adds the finalizer before it writes the marker', async (t) => {
@@ -140,4 +142,26 @@ test('a marker that cannot be removed keeps the finalizer', async (t) => {
   t.regex(await h.metrics.registry.metrics(), /^nodedisks_agent_marker_operation_errors_total\{op="remove"\} 1$/m);
   await h.run();
   t.regex(await h.metrics.registry.metrics(), /^nodedisks_agent_marker_operation_errors_total\{op="remove"\} 2$/m);
+});
+
+test('a wipe that fails is reported once, not written again at every rescan while it keeps failing', async (t) => {
+  const dir = await diskDir('disk9');
+  writeFileSync(join(dir, markerName('disk9')), 'reserved\n');
+  const stored = nodeDisk('disk9', dir, { state: 'Available', protected: true });
+  stored.spec.desired = { state: 'Available', wipe: 'w-1' };
+  const h = harness(dir, 'disk9', stored);
+  // Scanned as a regular image, then swapped for a link: the wipe refuses it (never followed).
+  const scanned = await discover(dir, NODE);
+  rmSync(join(dir, 'disk9.img'));
+  symlinkSync('/etc/hostname', join(dir, 'disk9.img'));
+  await h.runWith(scanned);
+  t.is(h.cache.get(h.name)!.status?.node?.phase, 'Error');
+  t.regex(h.cache.get(h.name)!.status?.node?.message ?? '', /cannot wipe the disk image \(wipe request w-1\): disk9\.img is a symbolic link/);
+  t.true(existsSync(h.marker), 'the disk stays held on the node until the wipe succeeds');
+  const writes = () => h.calls.filter((c) => c.op === 'applyStatus').length;
+  const first = writes();
+  await h.runWith(scanned);
+  await h.runWith(scanned);
+  t.is(writes(), first, 'the same failure was written again');
+  t.true(existsSync(h.marker));
 });
