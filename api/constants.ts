@@ -51,6 +51,15 @@ export const RECOVERED_OWNER = 'recovered-from-node';
  */
 export const CLAIM_OWNER_PREFIX = 'claim:';
 /**
+ * The owner the CSI driver writes for a disk it provisions as a PersistentVolume: this prefix, then the
+ * PV's name; the owner UID is the PVC's (docs/adr/0039-csi-driver.md).
+ */
+export const PV_OWNER_PREFIX = 'pv:';
+/** The CSI driver's name (CSIDriver object, StorageClass provisioner, PV spec.csi.driver). */
+export const CSI_DRIVER = `nodedisks.${GROUP}`;
+/** The topology key the CSI driver reports for each node: its value is the node's name. */
+export const CSI_TOPOLOGY_KEY = `topology.nodedisks.${GROUP}/node`;
+/**
  * Annotation on a Namespace, set by a cluster admin: how many disks the claims of that namespace may hold
  * at once, the disks retained for its deleted claims counted (a whole number; none: no limit).
  */
@@ -63,6 +72,7 @@ export const FIELD_MANAGER = {
   plugin: 'kubectl-nodedisks',
   argocd: 'argocd-controller',
   flux: 'kustomize-controller',
+  csiController: 'node-disks-csi-controller',
 } as const;
 
 /** Field managers that mean "git owns this field": the plugin points to the git route instead of fighting. */

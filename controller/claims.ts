@@ -17,19 +17,20 @@ import type { Histogram } from '../lib/runtime/prom-client.ts';
 import type { NodeDiskClaimClient } from '../api/claim-client.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import { disksFitLine, tenantPendingLine } from '../api/claim-fit.ts';
-import { ANNOTATION_MAX_DISKS, API_VERSION, CLAIM_FINALIZER, CLAIM_KIND, FIELD_MANAGER, KIND } from '../api/constants.ts';
+import { ANNOTATION_MAX_DISKS, API_VERSION, CLAIM_FINALIZER, CLAIM_KIND, FIELD_MANAGER } from '../api/constants.ts';
 import { claimOwner } from '../api/owner.ts';
 import { claimWipeToken } from '../api/wipe.ts';
 import type { NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
-import { isApiError, isStaleVersionConflict } from '../lib/kube/errors.ts';
+import { isApiError } from '../lib/kube/errors.ts';
 import { Informer, keyOfNamespaced } from '../lib/kube/informer.ts';
 import { WorkQueue } from '../lib/kube/workqueue.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import type { AgentHeartbeats } from './agent-liveness.ts';
 import { type EventRecorder, type ObjectRef, refOf } from './events.ts';
 import { boundStatus, claimKeyOfOwner, type FitContext, filterKey, lostStatus, minBytes, misfit, misfitCounts, pendingStatus, sameClaimStatus } from './claim-fit.ts';
-import { FreeDiskIndex } from './free-disk-index.ts';
+import { Allocator } from './allocator.ts';
+import type { FreeDiskIndex } from './free-disk-index.ts';
 import { NamespaceLimits } from './namespace-limits.ts';
 
 export interface BinderOptions {
@@ -52,15 +53,10 @@ export interface BinderOptions {
   onClaimGone?: (owner: string) => void;
 }
 
-/** Disks tried, each from a fresh read after a conflict, before the claim goes back to the queue. */
-const MAX_ATTEMPTS = 5;
-
 export class Binder {
   readonly queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 5 * 60_000 });
   readonly informer: Informer<NodeDiskClaim>;
   private readonly o: BinderOptions;
-  /** Disks a worker is binding right now: the other workers choose another one rather than collide. */
-  private readonly inFlight = new Set<string>();
   /** Binds under way by namespace: two workers never take a namespace past its limit together. */
   private readonly inFlightByNamespace = new Map<string, number>();
   /** How many disks each namespace's claims may hold (annotation localtest.example.com/max-disks). */
@@ -70,8 +66,12 @@ export class Binder {
   private anyDiskChanged = false;
   private flushScheduled = false;
   private failing: { key: string; error: string } | undefined;
+  /** Hands out and takes back disks, from the index of free disks (shared with the CSI driver's code). */
+  readonly allocator: Allocator;
   /** The NodeDisks by what a claim asks of them: a bind looks at candidates only, not at every NodeDisk. */
-  readonly index = new FreeDiskIndex();
+  get index(): FreeDiskIndex {
+    return this.allocator.index;
+  }
   /**
    * Claim filters (filterKey) no disk fits, for the index's generation they were found at: the claims
    * that ask the same share one look (and one count over the disks, for the log) until a disk or an
@@ -82,6 +82,7 @@ export class Binder {
 
   constructor(o: BinderOptions) {
     this.o = o;
+    this.allocator = new Allocator({ disks: o.disks, diskInformer: o.diskInformer, fieldManager: FIELD_MANAGER.controller, log: o.log });
     this.informer = new Informer<NodeDiskClaim>(
       {
         list: (l) => o.claims.list(undefined, l),
@@ -224,19 +225,9 @@ export class Binder {
     return out.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
   }
 
-  /** What the binder itself put in (or took out of) the disk cache, into the index too. */
-  private storeDisk(nd: NodeDisk): NodeDisk {
-    const stored = this.o.diskInformer.storeOwnWrite(nd);
-    this.index.update(stored.metadata.name ?? '', stored);
-    return stored;
-  }
-
-  /**
-   * The index holds what the cache holds. Every change reaches it as the informer's event or the binder's
-   * own write; a cache that differs in size changed some other way, and the index is built again from it.
-   */
+  /** The index holds what the cache holds (see Allocator.syncIndex). */
   private syncIndex(): void {
-    if (this.index.size !== this.o.diskInformer.cache.size) this.index.rebuild(this.o.diskInformer.cache);
+    this.allocator.syncIndex();
   }
 
   /** One claim; returns ms after which to look again, if it should. */
@@ -346,82 +337,62 @@ export class Binder {
     const filter = filterKey(claim);
     const min = minBytes(claim);
     const ns = claim.metadata.namespace ?? '';
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const outcome = await this.allocator.reserve({
+      holder: { owner, ownerUID: claim.metadata.uid ?? '' },
       // The namespace's limit first: from here to the write's start nothing is awaited, so the count and
       // the binds under way are the truth for this worker and the others.
-      const limit = this.limits.limit(ns);
-      if (limit.kind === 'invalid')
-        return {
-          message: `the annotation ${ANNOTATION_MAX_DISKS} of namespace ${ns} is ${JSON.stringify(limit.value)}, not a whole number: no disk is bound for its claims until a cluster admin corrects it`,
-        };
-      if (limit.kind === 'max') {
-        const holds = this.index.reservedForNamespace(ns);
-        if (holds >= limit.disks)
+      admit: () => {
+        const limit = this.limits.limit(ns);
+        if (limit.kind === 'invalid')
           return {
-            message: `namespace ${ns} holds ${holds} of the ${limit.disks} disks its annotation ${ANNOTATION_MAX_DISKS} allows (retained disks count too): delete a claim, or ask a cluster admin to free a retained disk or raise the limit`,
+            message: `the annotation ${ANNOTATION_MAX_DISKS} of namespace ${ns} is ${JSON.stringify(limit.value)}, not a whole number: no disk is bound for its claims until a cluster admin corrects it`,
           };
-        if (holds + (this.inFlightByNamespace.get(ns) ?? 0) >= limit.disks) return { message: '', retryMs: 100 };
-      }
-      if (this.noFitGeneration !== this.index.generation) {
-        this.noFit.clear();
-        this.noFitGeneration = this.index.generation;
-      }
-      const known = this.noFit.get(filter);
-      if (known !== undefined) return { message: known.line };
-      // The smallest free disk that is big enough, then by name, not being bound by another worker: as the
-      // PV binder, a claim gets no more than it asked for, and the large disks stay for the claims that
-      // need them; among equal disks, a node's are handed out in a predictable order (as reserve does).
-      // Each candidate is judged again as the cache has it: the index only says where to look.
-      const named = spec.diskName !== undefined ? this.o.diskInformer.cache.get(spec.diskName) : undefined;
-      const candidates: Iterable<NodeDisk> = spec.diskName !== undefined ? (named ? [named] : []) : this.index.candidates(min, spec.nodeName);
-      let pick: NodeDisk | undefined;
-      let busy = false;
-      for (const seen of candidates) {
-        const nd = this.o.diskInformer.cache.get(seen.metadata.name ?? '');
-        if (!nd || misfit(claim, nd, ctx) !== undefined) continue;
-        if (this.inFlight.has(nd.metadata.name ?? '')) {
-          busy = true;
-          continue;
+        if (limit.kind === 'max') {
+          const holds = this.index.reservedForNamespace(ns);
+          if (holds >= limit.disks)
+            return {
+              message: `namespace ${ns} holds ${holds} of the ${limit.disks} disks its annotation ${ANNOTATION_MAX_DISKS} allows (retained disks count too): delete a claim, or ask a cluster admin to free a retained disk or raise the limit`,
+            };
+          if (holds + (this.inFlightByNamespace.get(ns) ?? 0) >= limit.disks) return { message: '', retryMs: 100 };
         }
-        pick = nd;
-        break;
-      }
-      if (!pick) {
-        if (busy) return { message: '', retryMs: 100 };
+        if (this.noFitGeneration !== this.index.generation) {
+          this.noFit.clear();
+          this.noFitGeneration = this.index.generation;
+        }
+        const known = this.noFit.get(filter);
+        return known !== undefined ? { message: known.line } : undefined;
+      },
+      // The smallest free disk that is big enough, then by name: as the PV binder, a claim gets no more than
+      // it asked for, and the large disks stay for the claims that need them; among equal disks, a node's
+      // are handed out in a predictable order (as reserve does).
+      candidates: () => {
+        if (spec.diskName === undefined) return this.index.candidates(min, spec.nodeName);
+        const named = this.o.diskInformer.cache.get(spec.diskName);
+        return named ? [named] : [];
+      },
+      fits: (nd) => misfit(claim, nd, ctx) === undefined,
+      writing: (started) => {
+        const n = (this.inFlightByNamespace.get(ns) ?? 0) + (started ? 1 : -1);
+        if (n > 0) this.inFlightByNamespace.set(ns, n);
+        else this.inFlightByNamespace.delete(ns);
+      },
+    });
+    switch (outcome.kind) {
+      case 'reserved':
+        this.o.log.info('claim bound', { claim: keyOfNamespaced(claim), nodeDisk: outcome.disk.metadata.name, node: outcome.disk.spec.nodeName });
+        return { disk: outcome.disk, message: '' };
+      case 'refused':
+        return { message: outcome.message, ...(outcome.retryMs !== undefined ? { retryMs: outcome.retryMs } : {}) };
+      case 'busy':
+        return { message: '', retryMs: 100 };
+      case 'conflicts':
+        return { message: '', retryMs: 200 };
+      case 'none': {
         const message = tenantPendingLine(claim);
         this.noFit.set(filter, { line: message });
         return { message };
       }
-      const diskName = pick.metadata.name ?? '';
-      this.inFlight.add(diskName);
-      this.inFlightByNamespace.set(ns, (this.inFlightByNamespace.get(ns) ?? 0) + 1);
-      try {
-        // force: the default Available belongs to the agent (ADR 4); the resourceVersion keeps force from
-        // taking a disk anyone wrote since it was chosen.
-        const updated = await this.o.disks.apply(
-          {
-            apiVersion: API_VERSION,
-            kind: KIND,
-            metadata: { name: diskName, resourceVersion: pick.metadata.resourceVersion },
-            spec: { desired: { state: 'Reserved', owner, ownerUID: claim.metadata.uid ?? '' } },
-          },
-          { fieldManager: FIELD_MANAGER.controller, force: true },
-        );
-        const stored = this.storeDisk(updated);
-        this.o.log.info('claim bound', { claim: keyOfNamespaced(claim), nodeDisk: diskName, node: pick.spec.nodeName });
-        return { disk: stored, message: '' };
-      } catch (err) {
-        if (!isStaleVersionConflict(err) && !isApiError(err, 404)) throw err;
-        this.o.log.debug('the NodeDisk changed since it was chosen; choosing again', { claim: keyOfNamespaced(claim), nodeDisk: diskName, attempt });
-        await this.refresh(diskName);
-      } finally {
-        this.inFlight.delete(diskName);
-        const n = (this.inFlightByNamespace.get(ns) ?? 0) - 1;
-        if (n > 0) this.inFlightByNamespace.set(ns, n);
-        else this.inFlightByNamespace.delete(ns);
-      }
     }
-    return { message: '', retryMs: 200 };
   }
 
   /** Why no disk fits `claim`, every disk counted (`0/9 disks fit: …`), once per filter and index generation. */
@@ -435,69 +406,16 @@ export class Binder {
     return disks;
   }
 
-  /** A fresh read of a disk into the cache (a write found it changed): the next choice sees what won. */
-  private async refresh(name: string): Promise<NodeDisk | undefined> {
-    try {
-      return this.storeDisk(await this.o.disks.get(name));
-    } catch (err) {
-      if (!isApiError(err, 404)) throw err;
-      this.o.diskInformer.cache.delete(name);
-      this.index.update(name, undefined);
-      return undefined;
-    }
-  }
-
-  /**
-   * Records the claim's UID on a reservation it holds from before UIDs were recorded, conditional on the
-   * version read (the disk as it is now when that write fails: the next reconcile judges it again).
-   */
+  /** Records the claim's UID on a reservation it holds from before UIDs were recorded. */
   private async adopt(claim: NodeDiskClaim, owner: string, nd: NodeDisk): Promise<NodeDisk> {
-    const name = nd.metadata.name ?? '';
-    try {
-      const updated = await this.o.disks.apply(
-        {
-          apiVersion: API_VERSION,
-          kind: KIND,
-          metadata: { name, resourceVersion: nd.metadata.resourceVersion },
-          spec: { desired: { state: 'Reserved', owner, ownerUID: claim.metadata.uid ?? '' } },
-        },
-        { fieldManager: FIELD_MANAGER.controller, force: true },
-      );
-      this.o.log.info('recorded the claim UID on its reservation', { claim: keyOfNamespaced(claim), nodeDisk: name });
-      return this.storeDisk(updated);
-    } catch (err) {
-      if (!isStaleVersionConflict(err) && !isApiError(err, 404)) throw err;
-      return (await this.refresh(name)) ?? nd;
-    }
+    const adopted = await this.allocator.adopt(nd, { owner, ownerUID: claim.metadata.uid ?? '' });
+    if (adopted.spec.desired?.ownerUID === claim.metadata.uid) this.o.log.info('recorded the claim UID on its reservation', { claim: keyOfNamespaced(claim), nodeDisk: nd.metadata.name });
+    return adopted;
   }
 
-  /**
-   * Back to Available with no owner, conditional on the version read: a disk someone else took is left
-   * alone. With `wipe`, a wipe request too: nobody gets the disk before its agent has wiped it. True when
-   * this released it.
-   */
-  private async release(nd: NodeDisk, why: string, wipe?: string): Promise<boolean> {
-    let current: NodeDisk | undefined = nd;
-    for (let attempt = 1; current && attempt <= MAX_ATTEMPTS; attempt++) {
-      const [was, now] = [nd.spec.desired, current.spec.desired];
-      if (now?.owner !== was?.owner || (now?.ownerUID ?? '') !== (was?.ownerUID ?? '') || now?.state !== 'Reserved') return false;
-      const name = current.metadata.name ?? '';
-      try {
-        const updated = await this.o.disks.apply(
-          { apiVersion: API_VERSION, kind: KIND, metadata: { name, resourceVersion: current.metadata.resourceVersion }, spec: { desired: { state: 'Available', ...(wipe ? { wipe } : {}) } } },
-          { fieldManager: FIELD_MANAGER.controller, force: true },
-        );
-        this.storeDisk(updated);
-        this.o.log.info('claim released its disk', { nodeDisk: name, why, ...(wipe ? { wipe } : {}) });
-        return true;
-      } catch (err) {
-        if (isApiError(err, 404)) return false;
-        if (!isStaleVersionConflict(err)) throw err;
-        current = await this.refresh(name);
-      }
-    }
-    if (current) throw new Error(`could not release NodeDisk ${current.metadata.name}: it kept changing`);
-    return false;
+  /** Back to Available (with a wipe request if `wipe`), if still reserved as `nd` says. True when this released it. */
+  private release(nd: NodeDisk, why: string, wipe?: string): Promise<boolean> {
+    return this.allocator.release(nd, { why, ...(wipe ? { wipe } : {}) });
   }
 
   /** Adds or removes the controller's finalizer, by server-side apply of it alone (other finalizers stay). */
