@@ -1,8 +1,8 @@
 // Who a reservation is for, in the few kinds the programs and the dashboards tell apart.
-import { AUTO_OWNER, CLAIM_OWNER_PREFIX, CONDITION, REASON_CLAIM_GONE, RECOVERED_OWNER } from './constants.ts';
+import { AUTO_OWNER, CLAIM_OWNER_PREFIX, CONDITION, PV_OWNER_PREFIX, REASON_CLAIM_GONE, RECOVERED_OWNER } from './constants.ts';
 import type { DesiredSpec, NodeDisk } from './v1alpha1/types.ts';
 
-export const OWNER_KINDS = ['none', 'policy', 'claim', 'recovered', 'manual'] as const;
+export const OWNER_KINDS = ['none', 'policy', 'claim', 'volume', 'recovered', 'manual'] as const;
 export type OwnerKind = (typeof OWNER_KINDS)[number];
 
 /** `none` for a disk not reserved; otherwise what the owner string says the reservation is. */
@@ -12,6 +12,8 @@ export function ownerKind(desired: DesiredSpec | undefined): OwnerKind {
   if (owner === AUTO_OWNER) return 'policy';
   if (owner === RECOVERED_OWNER) return 'recovered';
   if (owner.startsWith(CLAIM_OWNER_PREFIX)) return 'claim';
+  // A PersistentVolume's, provisioned by the CSI driver (ADR 39).
+  if (owner.startsWith(PV_OWNER_PREFIX)) return 'volume';
   return 'manual';
 }
 

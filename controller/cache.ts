@@ -4,7 +4,7 @@
 //
 // Kept: metadata name, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, finalizers
 // (what keeps the disk of a gone node, ADR 35), the labels (the policy's auto-reserve and cordoned
-// labels; a NodeDiskClaim's selector may name any) and the wipe-on-release annotation (ADR 38); spec.nodeName, spec.path, spec.desired; status as it
+// labels; a NodeDiskClaim's selector may name any) and the wipe-on-release annotation (ADR 38); spec.nodeName, spec.diskID (the CSI driver's volume context), spec.path, spec.desired; status as it
 // is (node report and the controller's own conditions, small). A field the controller starts to read must
 // be kept here too: test/unit/cache.test.ts decides, reports and writes from the lean copy and from the
 // whole object and requires the same result.
@@ -26,8 +26,8 @@ export function leanNodeDisk(nd: NodeDisk): NodeDisk {
   // Of the annotations only the one the label policy reads (ADR 38): the rest are people's, and large.
   const wipeOnRelease = m.annotations?.[ANNOTATION_WIPE_ON_RELEASE];
   if (wipeOnRelease !== undefined) metadata.annotations = { [ANNOTATION_WIPE_ON_RELEASE]: wipeOnRelease };
-  const { nodeName, path, desired } = nd.spec;
-  const spec = { nodeName, path, ...(desired !== undefined ? { desired } : {}) } as NodeDisk['spec'];
+  const { nodeName, diskID, path, desired } = nd.spec;
+  const spec: NodeDisk['spec'] = { nodeName, diskID, path, ...(desired !== undefined ? { desired } : {}) };
   // By reference: the rest of the parsed object becomes garbage, what is kept here is all that stays
   // reachable. As small a heap as a deep copy through JSON at a fraction of its CPU, and smaller than a
   // copy through structuredClone (`node bench/cache-heap.ts`; the figures are in docs/benchmarks.md).

@@ -1,6 +1,6 @@
 // `npm run build`: bundles the three programs with esbuild into dist/, so a command loads a few files
 // instead of hundreds of modules. dist/plugin/ is what krew ships and what the end-to-end tests run
-// through kubectl; dist/agent/ and dist/controller/ are what the images copy.
+// through kubectl; dist/agent/, dist/controller/ and dist/csi/ are what the images copy.
 import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { build, type Plugin } from 'esbuild';
@@ -35,6 +35,8 @@ const programs = [
   { entry: 'plugin/launch.ts', dir: 'dist/plugin', name: 'kubectl-nodedisks', splitting: true, plugins: [builtinsAsValues] },
   { entry: 'agent/main.ts', dir: 'dist/agent', name: 'node-disks-agent', splitting: false, plugins: [builtinsAsValues] },
   { entry: 'controller/main.ts', dir: 'dist/controller', name: 'node-disks-operator', splitting: false, plugins: [builtinsAsValues] },
+  // Both sides of the CSI driver (csi/main.ts controller|node): one image, two commands.
+  { entry: 'csi/main.ts', dir: 'dist/csi', name: 'node-disks-csi', splitting: false, plugins: [builtinsAsValues] },
 ];
 
 for (const p of programs) {

@@ -432,6 +432,11 @@ export class ControlPlane {
     return await this.identity('controller', () => this.serviceAccountToken('node-disks-operator'));
   }
 
+  /** The CSI driver's controller side (node-disks-csi controller, beside csi-provisioner): its ServiceAccount identity. */
+  async csiController(): Promise<Identity> {
+    return await this.identity('csi-controller', () => this.serviceAccountToken('node-disks-csi-controller'));
+  }
+
   /**
    * A user with rights in one namespace only, as an application team has: ServiceAccount `namespace/sa`
    * (the namespace and account are created if needed), bound there by a RoleBinding to `clusterRole`

@@ -9,6 +9,7 @@ import type { ControlPlane, Identity } from '../controlplane/controlplane.ts';
 
 export const AGENT_MAIN = join(REPO_ROOT, 'agent/main.ts');
 export const CONTROLLER_MAIN = join(REPO_ROOT, 'controller/main.ts');
+export const CSI_MAIN = join(REPO_ROOT, 'csi/main.ts');
 
 export class Program extends ServerProcess {
   readonly args: string[];
@@ -117,5 +118,36 @@ export async function startController(cp: ControlPlane, o: ControllerLaunch): Pr
     `--identity=${id}`,
     `--node-lifecycle=${o.nodeLifecycle === true}`,
     ...(o.extraArgs ?? []),
+  ]).launch();
+}
+
+/** The CSI driver's controller side, serving on the unix socket `csiAddress` with its own identity. */
+export async function startCsiController(cp: ControlPlane, o: { logDir: string; csiAddress: string; name?: string; extraArgs?: string[] }): Promise<Program> {
+  const identity = await cp.csiController();
+  await mkdir(o.logDir, { recursive: true });
+  const name = o.name ?? 'csi-controller';
+  return new Program(name, join(o.logDir, `${name}.log`), CSI_MAIN, [
+    'controller',
+    `--kubeconfig=${identity.kubeconfig}`,
+    `--csi-address=${o.csiAddress}`,
+    '--http-address=127.0.0.1:0',
+    `--identity=${name}`,
+    ...(o.extraArgs ?? []),
+  ]).launch();
+}
+
+/**
+ * The CSI driver's node side for `node` (root: loop devices and mounts), serving on `csiAddress`; with no
+ * registrationDir it registers with no kubelet (the caller dials the socket itself).
+ */
+export function startCsiNode(o: { logDir: string; csiAddress: string; node: string; diskDir: string; registrationDir?: string; name?: string }): Program {
+  const name = o.name ?? `csi-node-${o.node}`;
+  return new Program(name, join(o.logDir, `${name}.log`), CSI_MAIN, [
+    'node',
+    `--csi-address=${o.csiAddress}`,
+    `--registration-dir=${o.registrationDir ?? ''}`,
+    `--node-name=${o.node}`,
+    `--disk-dir=${o.diskDir}`,
+    '--http-address=127.0.0.1:0',
   ]).launch();
 }

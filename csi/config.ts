@@ -1,0 +1,93 @@
+// node-disks-csi's flags: one program, two sides (`controller`, `node`), parsed with yargs as the other
+// daemons' (unknown flags are errors, exit 2).
+import yargs from 'yargs';
+import { DEFAULT_DISK_DIR } from '../api/constants.ts';
+import { nodeNameProblem } from '../api/names.ts';
+import { parseAddress } from '../lib/runtime/server.ts';
+import { parseLevel, type Level } from '../lib/runtime/log.ts';
+import { daemonConfig, daemonFlags, stopIfHelp, strictFlags } from '../lib/runtime/flags.ts';
+
+export interface ControllerSideConfig {
+  side: 'controller';
+  csiAddress: string;
+  kubeconfig: string | undefined;
+  httpAddress: string;
+  logLevel: Level;
+  watchList: boolean;
+  identity: string;
+}
+
+export interface NodeSideConfig {
+  side: 'node';
+  csiAddress: string;
+  /** The kubelet's plugins_registry dir; '' registers nowhere (a test that calls the socket itself). */
+  registrationDir: string;
+  nodeName: string;
+  diskDir: string;
+  httpAddress: string;
+  logLevel: Level;
+}
+
+/** A unix socket path from `/path`, `unix:/path` or `unix:///path` (how the sidecars and kubelet write it). */
+export function socketPath(address: string, flag = '--csi-address'): string {
+  const path = address.replace(/^unix:(\/\/)?/, '');
+  if (!path.startsWith('/')) throw new Error(`${flag} must be an absolute unix socket path (or unix:///path), got ${JSON.stringify(address)}`);
+  return path;
+}
+
+export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ControllerSideConfig | NodeSideConfig {
+  const side = argv[0];
+  if (side !== 'controller' && side !== 'node') {
+    if (side === '--help' || side === '-h') {
+      console.log('node-disks-csi <controller|node> [flags]\n\nThe NodeDisks CSI driver: `controller` serves the Identity and Controller services next to csi-provisioner; `node` serves the Identity and Node services to the kubelet. --help after the side lists its flags.');
+      stopIfHelp({ help: true });
+    }
+    throw new Error(`the first argument must be controller or node, got ${side === undefined ? 'nothing' : JSON.stringify(side)}`);
+  }
+  if (side === 'controller') {
+    const a = strictFlags(
+      daemonFlags(yargs(argv.slice(1)).scriptName('node-disks-csi controller').usage('$0 [flags]\n\nThe CSI Identity and Controller services: PersistentVolumes are NodeDisks reserved for them.'), {
+        ...env,
+        HTTP_ADDRESS: env.HTTP_ADDRESS ?? ':8082',
+      })
+        .option('csi-address', { type: 'string', default: env.CSI_ADDRESS ?? '/csi/csi.sock', describe: 'Unix socket to serve CSI on (shared with csi-provisioner)' })
+        .option('identity', { type: 'string', default: env.POD_NAME ?? 'node-disks-csi-controller', defaultDescription: '$POD_NAME', describe: 'Name in logs and the user agent' })
+        .requiresArg(['csi-address', 'kubeconfig', 'http-address', 'log-level', 'identity']),
+    ).parseSync();
+    stopIfHelp(a);
+    return { side, csiAddress: socketPath(a['csi-address']), identity: a.identity, ...daemonConfig(a) };
+  }
+  const a = strictFlags(
+    yargs(argv.slice(1))
+      .scriptName('node-disks-csi node')
+      .usage('$0 [flags]\n\nThe CSI Identity and Node services: stages and publishes this node\'s NodeDisks for pods (loop devices, mounts). No Kubernetes API access.')
+      .option('csi-address', { type: 'string', default: env.CSI_ADDRESS, describe: 'Unix socket to serve CSI on (the kubelet calls it)' })
+      .option('registration-dir', {
+        type: 'string',
+        default: env.REGISTRATION_DIR ?? '/var/lib/kubelet/plugins_registry',
+        describe: "The kubelet's plugin watcher dir, where the registration socket goes ('' registers nowhere)",
+      })
+      .option('node-name', { type: 'string', default: env.NODE_NAME, defaultDescription: '$NODE_NAME', describe: 'Name of the Node this runs on' })
+      .option('disk-dir', { type: 'string', default: env.DISK_DIR ?? DEFAULT_DISK_DIR, describe: 'Directory with the *.img disk files' })
+      .option('http-address', { type: 'string', default: env.HTTP_ADDRESS ?? ':8083', describe: 'Address for /metrics, /healthz and /readyz' })
+      .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info', describe: 'debug, info, warn or error' })
+      .requiresArg(['csi-address', 'node-name', 'disk-dir', 'http-address', 'log-level']),
+  ).parseSync();
+  stopIfHelp(a);
+  if (!a['csi-address']) throw new Error('--csi-address is required (the kubelet dials /var/lib/kubelet/plugins/<driver>/csi.sock)');
+  const nodeName = a['node-name'];
+  if (!nodeName) throw new Error('NODE_NAME is required: set it from the pod (fieldRef spec.nodeName) or pass --node-name');
+  const problem = nodeNameProblem(nodeName);
+  if (problem) throw new Error(`invalid NODE_NAME: ${problem}`);
+  if (!a['disk-dir'].startsWith('/')) throw new Error(`--disk-dir must be an absolute path, got ${JSON.stringify(a['disk-dir'])}`);
+  parseAddress(a['http-address']);
+  return {
+    side,
+    csiAddress: socketPath(a['csi-address']),
+    registrationDir: a['registration-dir'],
+    nodeName,
+    diskDir: a['disk-dir'],
+    httpAddress: a['http-address'],
+    logLevel: parseLevel(a['log-level']),
+  };
+}

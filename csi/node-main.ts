@@ -1,0 +1,36 @@
+// The node side of node-disks-csi: the Identity and Node services on the socket the kubelet dials, and the
+// registration socket its plugin watcher finds. No Kubernetes API access; nothing kept that a restart loses.
+import pkg from '../package.json' with { type: 'json' };
+import type { opsServerOrExit } from '../lib/runtime/daemon.ts';
+import type { Logger } from '../lib/runtime/log.ts';
+import { Registry } from '../lib/runtime/prom-client.ts';
+import type { NodeSideConfig } from './config.ts';
+import { identityHandlers } from './identity.ts';
+import { NodeService } from './node-service.ts';
+import * as volumes from './node-volumes.ts';
+import { identityService, nodeService } from './proto/load.ts';
+import { Registration, registrationSocket } from './registration.ts';
+import { serve } from './server.ts';
+
+export async function runNodeSide(config: NodeSideConfig, log: Logger, stopping: AbortSignal, ops: typeof opsServerOrExit): Promise<void> {
+  const registration = config.registrationDir ? new Registration({ endpoint: config.csiAddress, log }) : undefined;
+  const service = new NodeService({ nodeName: config.nodeName, diskDir: config.diskDir, volumes });
+  const notReady = () => registration?.problem();
+  const server = await ops({ address: config.httpAddress, registry: new Registry(), healthz: () => undefined, readyz: notReady });
+  const stopCsi = await serve(
+    config.csiAddress,
+    [
+      { definition: identityService, handlers: identityHandlers({ version: `v${pkg.version}`, notReady: () => undefined }) },
+      { definition: nodeService, handlers: service.handlers },
+    ],
+    log,
+  );
+  // Registered last: the kubelet dials the CSI socket as soon as it has the registration's answer.
+  const stopRegistration = registration ? await serve(registrationSocket(config.registrationDir), [registration.service()], log) : undefined;
+  log.info('serving CSI', { side: 'node', node: config.nodeName, csiAddress: config.csiAddress, registrationDir: config.registrationDir || '(none)', httpPort: server.port });
+  await new Promise<void>((resolve) => stopping.addEventListener('abort', () => resolve(), { once: true }));
+  // The registration socket goes first, so the kubelet stops sending work; the mounts stay for the next start.
+  await stopRegistration?.();
+  await stopCsi();
+  await server.close();
+}

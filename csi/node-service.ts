@@ -1,0 +1,205 @@
+// The CSI Node service: the kubelet's calls that put a NodeDisk in front of a pod. The work on the node
+// (loop device, filesystem, mounts) is ./node-volumes.ts; this layer checks each request, finds the image
+// of the volume in the disk dir, and answers in the spec's terms. It keeps nothing in memory but the calls
+// in progress: what is staged and published is found again on the node, so a restart under running pods
+// loses nothing. It needs no Kubernetes API access: the volume's disk comes with the request.
+import { readdir } from 'node:fs/promises';
+import { CSI_TOPOLOGY_KEY } from '../api/constants.ts';
+import { diskIdFromFileName, diskIdProblem, nodeDiskName } from '../api/names.ts';
+import { checkCapability, fsTypeOf } from './capabilities.ts';
+import { CsiError, invalid } from './errors.ts';
+import type { NodeGetVolumeStatsRequest, NodePublishVolumeRequest, NodeStageVolumeRequest, NodeUnpublishVolumeRequest, NodeUnstageVolumeRequest, VolumeCapability } from './types.ts';
+import { parseVolumeId } from './volume-id.ts';
+import type { VolumeUsage } from './types.ts';
+
+/** How many names of the disk dir are looked at to find a volume's image (the agent's bound too). */
+const MAX_DIR_ENTRIES = 10_000;
+
+/** The work on the node (./node-volumes.ts), each operation idempotent. */
+export interface NodeVolumes {
+  /** The image `<diskDir>/<diskID>.img`, checked to be a regular file reached by no symlink. */
+  openImage(diskDir: string, diskID: string): Promise<string>;
+  stage(o: { image: string; stagingPath: string; mode: 'filesystem' | 'block'; fsType: string; mountOptions: string[]; readOnly: boolean }): Promise<unknown>;
+  unstage(o: { stagingPath: string; image?: string }): Promise<void>;
+  publish(o: { image: string; stagingPath: string; targetPath: string; mode: 'filesystem' | 'block'; readOnly: boolean; mountOptions: string[] }): Promise<void>;
+  unpublish(targetPath: string): Promise<void>;
+  volumeStats(path: string): Promise<
+    | { kind: 'filesystem'; bytes: { total: number; available: number; used: number }; inodes: { total: number; available: number; used: number } }
+    | { kind: 'block'; bytes: { total: number } }
+  >;
+}
+
+/** The kinds of failure the node work reports (a `code` on its errors). */
+const VOLUME_ERROR_CODES = {
+  invalid: 'INVALID_ARGUMENT',
+  'not-found': 'NOT_FOUND',
+  'failed-precondition': 'FAILED_PRECONDITION',
+  'already-exists': 'ALREADY_EXISTS',
+  internal: 'INTERNAL',
+} as const;
+
+export interface NodeServiceOptions {
+  nodeName: string;
+  diskDir: string;
+  volumes: NodeVolumes;
+}
+
+function mapVolumeError(err: unknown): never {
+  if (err instanceof CsiError) throw err;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && code in VOLUME_ERROR_CODES) throw new CsiError(VOLUME_ERROR_CODES[code as keyof typeof VOLUME_ERROR_CODES], (err as Error).message);
+  throw err;
+}
+
+function modeOf(cap: VolumeCapability): 'filesystem' | 'block' {
+  return cap.access_type === 'block' ? 'block' : 'filesystem';
+}
+
+function readOnlyMode(cap: VolumeCapability): boolean {
+  const m = cap.access_mode?.mode;
+  return m === 'SINGLE_NODE_READER_ONLY' || m === 'MULTI_NODE_READER_ONLY';
+}
+
+export class NodeService {
+  private readonly o: NodeServiceOptions;
+  /** Volumes with a call in progress: a second call for one is ABORTED, as the spec asks. */
+  private readonly busy = new Set<string>();
+
+  constructor(o: NodeServiceOptions) {
+    this.o = o;
+  }
+
+  private async exclusive<T>(volumeId: string, work: () => Promise<T>): Promise<T> {
+    if (this.busy.has(volumeId)) throw new CsiError('ABORTED', `an operation on volume ${volumeId} is in progress`);
+    this.busy.add(volumeId);
+    try {
+      return await work();
+    } catch (err) {
+      return mapVolumeError(err);
+    } finally {
+      this.busy.delete(volumeId);
+    }
+  }
+
+  /** The image of a volume: from its context (stage, publish) or, when there is none, by its NodeDisk name among this node's disks. */
+  private async imageOf(volumeIdText: string, context: Record<string, string> | undefined): Promise<string> {
+    const id = parseVolumeId(volumeIdText);
+    if (!id) throw new CsiError('NOT_FOUND', `volume ${volumeIdText} is not a NodeDisks volume`);
+    let diskID = context?.diskID;
+    if (context?.node !== undefined && context.node !== this.o.nodeName)
+      throw new CsiError('FAILED_PRECONDITION', `volume ${volumeIdText} is on node ${context.node}, not on ${this.o.nodeName}`);
+    if (diskID === undefined) {
+      const names = await readdir(this.o.diskDir).catch((err: NodeJS.ErrnoException) => {
+        throw new CsiError('INTERNAL', `cannot read the disk dir ${this.o.diskDir}: ${err.code ?? err.message}`);
+      });
+      for (const name of names.slice(0, MAX_DIR_ENTRIES)) {
+        const d = diskIdFromFileName(name);
+        if (d !== undefined && diskIdProblem(d) === undefined && nodeDiskName(this.o.nodeName, d) === id.nodeDisk) diskID = d;
+      }
+      if (diskID === undefined) throw new CsiError('NOT_FOUND', `volume ${volumeIdText}: NodeDisk ${id.nodeDisk} is not a disk of node ${this.o.nodeName}`);
+    } else if (nodeDiskName(this.o.nodeName, diskID) !== id.nodeDisk) {
+      throw new CsiError('NOT_FOUND', `volume ${volumeIdText}: its context names disk ${JSON.stringify(diskID)}, which is not NodeDisk ${id.nodeDisk} of node ${this.o.nodeName}`);
+    }
+    try {
+      return await this.o.volumes.openImage(this.o.diskDir, diskID);
+    } catch (err) {
+      return mapVolumeError(err);
+    }
+  }
+
+  readonly handlers = {
+    NodeGetInfo: async () => ({
+      node_id: this.o.nodeName,
+      max_volumes_per_node: 0,
+      accessible_topology: { segments: { [CSI_TOPOLOGY_KEY]: this.o.nodeName } },
+    }),
+
+    NodeGetCapabilities: async () => ({
+      capabilities: [{ rpc: { type: 'STAGE_UNSTAGE_VOLUME' } }, { rpc: { type: 'GET_VOLUME_STATS' } }],
+    }),
+
+    NodeStageVolume: async (req: NodeStageVolumeRequest) => {
+      if (!req.volume_id) throw invalid('volume_id is required');
+      if (!req.staging_target_path) throw invalid('staging_target_path is required');
+      const cap = req.volume_capability;
+      if (!cap) throw invalid('volume_capability is required');
+      checkCapability(cap);
+      return this.exclusive(req.volume_id, async () => {
+        const image = await this.imageOf(req.volume_id, req.volume_context);
+        const mode = modeOf(cap);
+        await this.o.volumes.stage({
+          image,
+          stagingPath: req.staging_target_path,
+          mode,
+          fsType: fsTypeOf(cap),
+          mountOptions: cap.mount?.mount_flags ?? [],
+          readOnly: readOnlyMode(cap),
+        });
+        return {};
+      });
+    },
+
+    NodeUnstageVolume: async (req: NodeUnstageVolumeRequest) => {
+      if (!req.volume_id) throw invalid('volume_id is required');
+      if (!req.staging_target_path) throw invalid('staging_target_path is required');
+      return this.exclusive(req.volume_id, async () => {
+        const image = await this.imageOf(req.volume_id, undefined).catch((err: unknown) => {
+          // The disk is gone from the node: nothing of it can be attached any more; unmount what is left.
+          if (err instanceof CsiError && err.code === 'NOT_FOUND') return undefined;
+          throw err;
+        });
+        await this.o.volumes.unstage({ stagingPath: req.staging_target_path, ...(image ? { image } : {}) });
+        return {};
+      });
+    },
+
+    NodePublishVolume: async (req: NodePublishVolumeRequest) => {
+      if (!req.volume_id) throw invalid('volume_id is required');
+      if (!req.staging_target_path) throw invalid('staging_target_path is required (this driver stages volumes)');
+      if (!req.target_path) throw invalid('target_path is required');
+      const cap = req.volume_capability;
+      if (!cap) throw invalid('volume_capability is required');
+      checkCapability(cap);
+      return this.exclusive(req.volume_id, async () => {
+        const image = await this.imageOf(req.volume_id, req.volume_context);
+        await this.o.volumes.publish({
+          image,
+          stagingPath: req.staging_target_path,
+          targetPath: req.target_path,
+          mode: modeOf(cap),
+          readOnly: req.readonly || readOnlyMode(cap),
+          mountOptions: cap.mount?.mount_flags ?? [],
+        });
+        return {};
+      });
+    },
+
+    NodeUnpublishVolume: async (req: NodeUnpublishVolumeRequest) => {
+      if (!req.volume_id) throw invalid('volume_id is required');
+      if (!req.target_path) throw invalid('target_path is required');
+      return this.exclusive(req.volume_id, async () => {
+        await this.o.volumes.unpublish(req.target_path);
+        return {};
+      });
+    },
+
+    NodeGetVolumeStats: async (req: NodeGetVolumeStatsRequest) => {
+      if (!req.volume_id) throw invalid('volume_id is required');
+      if (!req.volume_path) throw invalid('volume_path is required');
+      if (!parseVolumeId(req.volume_id)) throw new CsiError('NOT_FOUND', `volume ${req.volume_id} is not a NodeDisks volume`);
+      try {
+        const stats = await this.o.volumes.volumeStats(req.volume_path);
+        const usage: VolumeUsage[] =
+          stats.kind === 'filesystem'
+            ? [
+                { unit: 'BYTES', ...stats.bytes },
+                { unit: 'INODES', ...stats.inodes },
+              ]
+            : [{ unit: 'BYTES', total: stats.bytes.total, available: 0, used: 0 }];
+        return { usage, volume_condition: { abnormal: false, message: '' } };
+      } catch (err) {
+        return mapVolumeError(err);
+      }
+    },
+  };
+}
