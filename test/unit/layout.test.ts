@@ -1,6 +1,6 @@
 // The layout's import rule (docs/design.md: Layout), checked on every file: product code (api lib agent
-// controller plugin) imports neither the dev tooling (hack/) nor the tests; lib/ imports nothing of api/,
-// agent/, controller/, plugin/, hack/ or test/; hack/ never imports test/; benches may import hack/, never
+// controller plugin csi) imports neither the dev tooling (hack/) nor the tests; lib/ imports nothing of api/,
+// agent/, controller/, plugin/, csi/, hack/ or test/; hack/ never imports test/; benches may import hack/, never
 // test/. "Imports" means static and dynamic imports, re-exports, `new URL('…', import.meta.url)` and
 // repository paths written as strings (a file spawned by path is a dependency too). No user-facing npm
 // script runs a file under test/, and the README points at nothing outside the repository.
@@ -9,7 +9,7 @@ import { dirname, join, relative } from 'node:path';
 import test from 'ava';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 
-const PRODUCT = ['api', 'lib', 'agent', 'controller', 'plugin'];
+const PRODUCT = ['api', 'lib', 'agent', 'controller', 'plugin', 'csi'];
 const TOP = [...PRODUCT, 'hack', 'bench', 'test'];
 
 function sourceFiles(dir: string): string[] {
@@ -43,7 +43,7 @@ function dependencies(file: string, text: string): string[] {
   }
   for (const m of text.matchAll(/\$\{REPO_ROOT\}\/([\w./-]+)/g)) add(join(REPO_ROOT, m[1]!));
   // A path of the repository written as a string, e.g. spawn(node, ['test/cluster/main.ts']).
-  for (const m of text.matchAll(/['"`]((?:api|lib|agent|controller|plugin|hack|bench|test)\/[\w./-]+\.(?:ts|mjs|sh))['"`]/g)) {
+  for (const m of text.matchAll(/['"`]((?:api|lib|agent|controller|plugin|csi|hack|bench|test)\/[\w./-]+\.(?:ts|mjs|sh))['"`]/g)) {
     add(join(REPO_ROOT, m[1]!));
   }
   return [...found];
@@ -92,12 +92,12 @@ test('the scanner sees static, dynamic and spawned-by-path dependencies (else th
   t.true(ALL.filter((e) => topOf(e.from) && PRODUCT.includes(topOf(e.from)!)).length > 100);
 });
 
-test('product code (api lib agent controller plugin) depends on neither hack/ nor test/ nor bench/', (t) => {
+test('product code (api lib agent controller plugin csi) depends on neither hack/ nor test/ nor bench/', (t) => {
   t.deepEqual(between(PRODUCT, ['hack', 'test', 'bench']).map(show), []);
 });
 
 test('lib/ depends on nothing of the rest of the product, nor on hack/ or the tests', (t) => {
-  t.deepEqual(between(['lib'], ['api', 'agent', 'controller', 'plugin', 'hack', 'test', 'bench']).map(show), []);
+  t.deepEqual(between(['lib'], ['api', 'agent', 'controller', 'plugin', 'csi', 'hack', 'test', 'bench']).map(show), []);
 });
 
 test('hack/ never depends on test/ or bench/', (t) => {
