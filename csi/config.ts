@@ -39,17 +39,22 @@ export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.
   const side = argv[0];
   if (side !== 'controller' && side !== 'node') {
     if (side === '--help' || side === '-h') {
-      console.log('node-disks-csi <controller|node> [flags]\n\nThe NodeDisks CSI driver: `controller` serves the Identity and Controller services next to csi-provisioner; `node` serves the Identity and Node services to the kubelet. --help after the side lists its flags.');
+      console.log(
+        'node-disks-csi <controller|node> [flags]\n\nThe NodeDisks CSI driver: `controller` serves the Identity and Controller services next to csi-provisioner; `node` serves the Identity and Node services to the kubelet. --help after the side lists its flags.',
+      );
       stopIfHelp({ help: true });
     }
     throw new Error(`the first argument must be controller or node, got ${side === undefined ? 'nothing' : JSON.stringify(side)}`);
   }
   if (side === 'controller') {
     const a = strictFlags(
-      daemonFlags(yargs(argv.slice(1)).scriptName('node-disks-csi controller').usage('$0 [flags]\n\nThe CSI Identity and Controller services: PersistentVolumes are NodeDisks reserved for them.'), {
-        ...env,
-        HTTP_ADDRESS: env.HTTP_ADDRESS ?? ':8082',
-      })
+      daemonFlags(
+        yargs(argv.slice(1)).scriptName('node-disks-csi controller').usage('$0 [flags]\n\nThe CSI Identity and Controller services: PersistentVolumes are NodeDisks reserved for them.'),
+        {
+          ...env,
+          HTTP_ADDRESS: env.HTTP_ADDRESS ?? ':8082',
+        },
+      )
         .option('csi-address', { type: 'string', default: env.CSI_ADDRESS ?? '/csi/csi.sock', describe: 'Unix socket to serve CSI on (shared with csi-provisioner)' })
         .option('identity', { type: 'string', default: env.POD_NAME ?? 'node-disks-csi-controller', defaultDescription: '$POD_NAME', describe: 'Name in logs and the user agent' })
         .requiresArg(['csi-address', 'kubeconfig', 'http-address', 'log-level', 'identity']),
@@ -60,7 +65,7 @@ export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.
   const a = strictFlags(
     yargs(argv.slice(1))
       .scriptName('node-disks-csi node')
-      .usage('$0 [flags]\n\nThe CSI Identity and Node services: stages and publishes this node\'s NodeDisks for pods (loop devices, mounts). No Kubernetes API access.')
+      .usage("$0 [flags]\n\nThe CSI Identity and Node services: stages and publishes this node's NodeDisks for pods (loop devices, mounts). No Kubernetes API access.")
       .option('csi-address', { type: 'string', default: env.CSI_ADDRESS, describe: 'Unix socket to serve CSI on (the kubelet calls it)' })
       .option('registration-dir', {
         type: 'string',

@@ -118,7 +118,8 @@ export class ControllerService {
       // Asked before: the same answer, if the request is the same.
       const existing = this.held(owner)[0];
       if (existing) {
-        if (!fitsSize(existing)) throw new CsiError('ALREADY_EXISTS', `volume ${req.name} exists with ${capacityOf(existing)} bytes, which the requested capacity range (${min}..${max || 'any'}) excludes`);
+        if (!fitsSize(existing))
+          throw new CsiError('ALREADY_EXISTS', `volume ${req.name} exists with ${capacityOf(existing)} bytes, which the requested capacity range (${min}..${max || 'any'}) excludes`);
         return { volume: volumeOf(existing, req.name) };
       }
       const holder = { owner, ownerUID: pvOwnerUID(req.name) };
@@ -151,7 +152,7 @@ export class ControllerService {
         if (isApiError(err, 404)) return undefined;
         throw err;
       });
-      if (!nd || nd.spec.desired?.state !== 'Reserved' || nd.spec.desired.owner !== owner) return {};
+      if (nd?.spec.desired?.state !== 'Reserved' || nd.spec.desired.owner !== owner) return {};
       const wipe = `pv-${nd.spec.desired.ownerUID || pvOwnerUID(id.volumeName)}`;
       await this.o.allocator.release(nd, { wipe, why: `volume ${id.volumeName} deleted` });
       return {};

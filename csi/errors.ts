@@ -2,7 +2,17 @@
 // UNAVAILABLE and ABORTED, gives up on INVALID_ARGUMENT, …) and a message that names the problem and the fix.
 import { status } from '@grpc/grpc-js';
 
-export type CsiCode = 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'ALREADY_EXISTS' | 'FAILED_PRECONDITION' | 'RESOURCE_EXHAUSTED' | 'OUT_OF_RANGE' | 'ABORTED' | 'UNAVAILABLE' | 'UNIMPLEMENTED' | 'INTERNAL';
+export type CsiCode =
+  | 'INVALID_ARGUMENT'
+  | 'NOT_FOUND'
+  | 'ALREADY_EXISTS'
+  | 'FAILED_PRECONDITION'
+  | 'RESOURCE_EXHAUSTED'
+  | 'OUT_OF_RANGE'
+  | 'ABORTED'
+  | 'UNAVAILABLE'
+  | 'UNIMPLEMENTED'
+  | 'INTERNAL';
 
 export class CsiError extends Error {
   readonly code: CsiCode;

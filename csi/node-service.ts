@@ -23,9 +23,10 @@ export interface NodeVolumes {
   unstage(o: { stagingPath: string; image?: string }): Promise<void>;
   publish(o: { image: string; stagingPath: string; targetPath: string; mode: 'filesystem' | 'block'; readOnly: boolean; mountOptions: string[] }): Promise<void>;
   unpublish(targetPath: string): Promise<void>;
-  volumeStats(path: string): Promise<
-    | { kind: 'filesystem'; bytes: { total: number; available: number; used: number }; inodes: { total: number; available: number; used: number } }
-    | { kind: 'block'; bytes: { total: number } }
+  volumeStats(
+    path: string,
+  ): Promise<
+    { kind: 'filesystem'; bytes: { total: number; available: number; used: number }; inodes: { total: number; available: number; used: number } } | { kind: 'block'; bytes: { total: number } }
   >;
 }
 
@@ -86,8 +87,7 @@ export class NodeService {
     const id = parseVolumeId(volumeIdText);
     if (!id) throw new CsiError('NOT_FOUND', `volume ${volumeIdText} is not a NodeDisks volume`);
     let diskID = context?.diskID;
-    if (context?.node !== undefined && context.node !== this.o.nodeName)
-      throw new CsiError('FAILED_PRECONDITION', `volume ${volumeIdText} is on node ${context.node}, not on ${this.o.nodeName}`);
+    if (context?.node !== undefined && context.node !== this.o.nodeName) throw new CsiError('FAILED_PRECONDITION', `volume ${volumeIdText} is on node ${context.node}, not on ${this.o.nodeName}`);
     if (diskID === undefined) {
       const names = await readdir(this.o.diskDir).catch((err: NodeJS.ErrnoException) => {
         throw new CsiError('INTERNAL', `cannot read the disk dir ${this.o.diskDir}: ${err.code ?? err.message}`);
@@ -187,6 +187,8 @@ export class NodeService {
       if (!req.volume_id) throw invalid('volume_id is required');
       if (!req.volume_path) throw invalid('volume_path is required');
       if (!parseVolumeId(req.volume_id)) throw new CsiError('NOT_FOUND', `volume ${req.volume_id} is not a NodeDisks volume`);
+      // The kubelet gives the absolute path it published to; anything else is no place a volume of ours is.
+      if (!req.volume_path.startsWith('/')) throw new CsiError('NOT_FOUND', `volume ${req.volume_id} is not at ${JSON.stringify(req.volume_path)} (not an absolute path)`);
       try {
         const stats = await this.o.volumes.volumeStats(req.volume_path);
         const usage: VolumeUsage[] =

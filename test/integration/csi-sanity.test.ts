@@ -34,8 +34,8 @@ function runSanity(args: string[]): Promise<SanityRun> {
       const output = `${stdout}\n${stderr}`;
       // Ginkgo's summary: "Ran 61 of 93 Specs … SUCCESS! -- 61 Passed | 0 Failed | 0 Pending | 32 Skipped".
       const m = /(\d+) Passed \| (\d+) Failed \| \d+ Pending \| (\d+) Skipped/.exec(output);
-      const code = err ? ((err as NodeJS.ErrnoException & { code?: number | string }).code as number | null) : 0;
-      resolve({ code: typeof code === 'number' ? code : err ? 1 : 0, output, passed: Number(m?.[1] ?? 0), failed: Number(m?.[2] ?? -1), skipped: Number(m?.[3] ?? 0) });
+      const code: unknown = err ? (err as { code?: unknown }).code : 0;
+      resolve({ code: typeof code === 'number' ? code : 1, output, passed: Number(m?.[1] ?? 0), failed: Number(m?.[2] ?? -1), skipped: Number(m?.[3] ?? 0) });
     });
   });
 }
@@ -86,7 +86,8 @@ for (const accessType of ['mount', 'block'] as const) {
       `--csi.controllerendpoint=unix://${join(work, 'controller.sock')}`,
       `--csi.stagingdir=${join(work, `staging-${accessType}`)}`,
       `--csi.mountdir=${join(work, `mount-${accessType}`)}`,
-      `--csi.testvolumesize=${32 * MiB}`,
+      // The disks' own size: a request with limit_bytes = required_bytes fits only a disk of exactly that size.
+      `--csi.testvolumesize=${64 * MiB}`,
       `--csi.testvolumeaccesstype=${accessType}`,
       '--ginkgo.no-color',
     ]);
