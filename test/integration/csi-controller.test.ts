@@ -1,0 +1,187 @@
+// The CSI driver's controller side as csi-provisioner calls it, against the real API server with the
+// install's RBAC and admission policies, the real controller (label policy, claims) and two agents: a PV is a
+// NodeDisk reserved for it by the one allocator, on the node asked for, the smallest that fits; nobody else
+// hands that disk out; deleting the volume wipes the disk before the next owner gets it (ADR 39, ADR 38).
+import { randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, open, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { NodeDiskClaimClient } from '../../api/claim-client.ts';
+import { API_VERSION, CSI_TOPOLOGY_KEY, KIND, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { nodeDiskName } from '../../api/names.ts';
+import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import { newClaim } from '../../hack/lib/nodedisks.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { type Program, startAgent, startController, startCsiController } from '../../hack/lib/programs.ts';
+import { eventually } from '../../hack/lib/wait.ts';
+import { type CsiClient, csiClient, statusOf } from '../harness/csi-client.ts';
+import { execResult } from '../harness/exec.ts';
+import { denied, nodeDisksFor, useControlPlane } from './_controlplane.ts';
+
+const controlPlane = useControlPlane(test);
+const MiB = 2 ** 20;
+const [A, B] = ['csi-a', 'csi-b'];
+const SECRET = 'bytes of the first PV';
+let work = '';
+const programs: Program[] = [];
+let csi: { call: CsiClient; close: () => void };
+const admin = () => nodeDisksFor(controlPlane().admin());
+const diskDir = (node: string) => join(work, node);
+const mountCap = { access_mode: { mode: 'SINGLE_NODE_WRITER' }, mount: { fs_type: 'ext4', mount_flags: [] } };
+const onNode = (node: string) => ({ requisite: [{ segments: { [CSI_TOPOLOGY_KEY]: node } }], preferred: [{ segments: { [CSI_TOPOLOGY_KEY]: node } }] });
+const pvName = () => `pvc-${randomUUID()}`;
+
+/** Sparse images of these sizes (MiB) as disk1.img, disk2.img, … of `node`. */
+async function seed(node: string, sizes: number[]): Promise<void> {
+  await mkdir(diskDir(node), { recursive: true });
+  for (const [i, size] of sizes.entries()) {
+    const fh = await open(join(diskDir(node), `disk${i + 1}.img`), 'w');
+    await fh.truncate(size * MiB);
+    await fh.close();
+  }
+}
+
+async function create(name: string, requiredMiB: number, node: string, limitMiB = 0): Promise<{ volume_id: string; capacity_bytes: number; volume_context: Record<string, string> }> {
+  const res = await csi.call.CreateVolume({
+    name,
+    capacity_range: { required_bytes: requiredMiB * MiB, limit_bytes: limitMiB * MiB },
+    volume_capabilities: [mountCap],
+    accessibility_requirements: onNode(node),
+  });
+  return res.volume as { volume_id: string; capacity_bytes: number; volume_context: Record<string, string> };
+}
+
+async function diskWhere(name: string, what: string, ok: (nd: NodeDisk) => boolean): Promise<NodeDisk> {
+  return await eventually(`NodeDisk ${name} ${what}`, async () => {
+    const nd = await admin().get(name);
+    return ok(nd) ? nd : undefined;
+  });
+}
+
+test.before(async () => {
+  work = await mkdtemp(join(tmpdir(), 'nodedisks-csi-controller-'));
+  const logDir = join(work, 'logs');
+  await seed(A, [64, 64, 128]);
+  await seed(B, [64, 64]);
+  programs.push(await startController(controlPlane(), { logDir }));
+  for (const node of [A, B]) programs.push(await startAgent(controlPlane(), { node, diskDir: diskDir(node), logDir, rescanInterval: '1s' }));
+  programs.push(await startCsiController(controlPlane(), { logDir, csiAddress: join(work, 'csi.sock') }));
+  await eventually('5 Available disks', async () => (await admin().list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 5, 60_000);
+  csi = csiClient(join(work, 'csi.sock'), 'Controller');
+  await eventually('the CSI controller ready', async () => (await statusOf(csi.call.GetCapacity({ volume_capabilities: [mountCap] }))) === 'OK', 30_000);
+});
+
+test.afterEach.always((t) => {
+  if (!t.passed) for (const p of programs) console.error(`----- ${p.name} -----\n${p.logs(6000)}`);
+});
+
+test.after.always(async () => {
+  csi?.close();
+  await Promise.all(programs.map((p) => p.stop()));
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+test.serial('CreateVolume reserves the smallest free disk that fits on the node asked for, for the PV and its PVC UID, and a repeated call gets the same volume', async (t) => {
+  const name = pvName();
+  const v = await create(name, 100, A);
+  t.is(v.volume_id, `${nodeDiskName(A, 'disk3')}/${name}`);
+  t.is(v.capacity_bytes, 128 * MiB);
+  t.deepEqual(v.volume_context, { nodeDisk: nodeDiskName(A, 'disk3'), diskID: 'disk3', node: A });
+  const nd = await admin().get(nodeDiskName(A, 'disk3'));
+  t.deepEqual(nd.spec.desired, { state: 'Reserved', owner: `pv:${name}`, ownerUID: name.slice('pvc-'.length) });
+  // The provisioner retries after a lost answer: the same volume, no second disk.
+  t.is((await create(name, 100, A)).volume_id, v.volume_id);
+  t.is((await admin().list()).items.filter((d) => d.spec.desired?.owner === `pv:${name}`).length, 1);
+  // The same name asking for more than it got is another request.
+  t.is(await statusOf(create(name, 200, A)), 'ALREADY_EXISTS');
+  // 50 MiB on node B: a 64 MiB disk there, never A's.
+  const small = await create(pvName(), 50, B);
+  t.is(small.volume_context.node, B);
+  t.is(small.capacity_bytes, 64 * MiB);
+});
+
+test.serial('GetCapacity tells the scheduler per node what is free and the largest free disk; a request no disk fits is RESOURCE_EXHAUSTED naming the node', async (t) => {
+  const cap = async (node?: string) =>
+    (await csi.call.GetCapacity({ volume_capabilities: [mountCap], ...(node ? { accessible_topology: { segments: { [CSI_TOPOLOGY_KEY]: node } } } : {}) })) as {
+      available_capacity: number;
+      maximum_volume_size: { value: number };
+    };
+  // A: disk3 is the first test's; disk1 and disk2 are free.
+  const a = await cap(A);
+  t.is(a.available_capacity, 128 * MiB);
+  t.is(a.maximum_volume_size.value, 64 * MiB);
+  const b = await cap(B);
+  t.is(b.available_capacity, 64 * MiB);
+  t.is(b.maximum_volume_size.value, 64 * MiB);
+  const other = await csi.call.GetCapacity({ volume_capabilities: [mountCap], accessible_topology: { segments: { 'topology.kubernetes.io/zone': 'z1' } } });
+  t.is(other.available_capacity, 0);
+  const err = await create(pvName(), 100, A).catch((e: Error) => e);
+  t.regex(String((err as Error).message), /RESOURCE_EXHAUSTED.*no free NodeDisk of at least 104857600 bytes on node csi-a/);
+  t.is(await statusOf(csi.call.CreateVolume({ name: pvName(), volume_capabilities: [{ access_mode: { mode: 'MULTI_NODE_MULTI_WRITER' }, mount: {} }] })), 'INVALID_ARGUMENT');
+});
+
+test.serial("a PV's disk is handed out by nobody else: not by the label, not by reserve, not to a claim, not by an admin", async (t) => {
+  const name = pvName();
+  const v = await create(name, 10, A);
+  const disk = v.volume_context.nodeDisk ?? '';
+  const owner = `pv:${name}`;
+  // The label: the controller says it has no effect.
+  await controlPlane().kubectl(controlPlane().admin(), ['label', 'nodedisk', disk, `${LABEL_AUTO_RESERVE}=true`]);
+  const labelled = await diskWhere(
+    disk,
+    'refusing the label',
+    (nd) => nd.status?.conditions?.some((c) => c.type === 'Accepted' && c.status === 'False' && c.reason === 'ReservedByOther') ?? false,
+  );
+  t.is(labelled.spec.desired?.owner, owner);
+  await controlPlane().kubectl(controlPlane().admin(), ['label', 'nodedisk', disk, `${LABEL_AUTO_RESERVE}-`]);
+  // The plugin, as a person with the NodeDisk editor role would run it (here the admin: the API server's policy holds even so).
+  const bin = join(REPO_ROOT, 'dist', 'bin');
+  const reserve = await execResult('kubectl', ['nodedisks', 'reserve', disk, '--owner', 'alice'], { env: { PATH: `${bin}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig } });
+  t.not(reserve.code, 0);
+  const release = await execResult('kubectl', ['nodedisks', 'release', disk, '--owner', owner], { env: { PATH: `${bin}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig } });
+  t.not(release.code, 0);
+  await denied(t, admin().apply({ apiVersion: API_VERSION, kind: KIND, metadata: { name: disk }, spec: { desired: { state: 'Available' } } }, { fieldManager: 'someone', force: true }));
+  // A claim that names the disk waits.
+  await controlPlane().kubectl(controlPlane().admin(), ['create', 'namespace', 'team-pv']);
+  const claims = new NodeDiskClaimClient(admin().rest);
+  await claims.create(newClaim('team-pv', 'wants-it', { diskName: disk }), { fieldManager: 'test' });
+  await eventually('the claim Pending', async () => (await claims.get('team-pv', 'wants-it')).status?.phase === 'Pending');
+  t.is((await admin().get(disk)).spec.desired?.owner, owner);
+  await claims.delete('team-pv', 'wants-it');
+  await csi.call.DeleteVolume({ volume_id: v.volume_id });
+});
+
+test.serial('DeleteVolume wipes the disk before the next PV gets it, and a repeated DeleteVolume of the old volume leaves the new owner alone', async (t) => {
+  // B's disks: one is the first test's; fill the other, so the next volume on B must wait for this one.
+  const first = await create(pvName(), 60, B);
+  const disk = first.volume_context.nodeDisk ?? '';
+  const image = join(diskDir(B), `${first.volume_context.diskID}.img`);
+  const fh = await open(image, 'r+');
+  await fh.write(Buffer.from(SECRET), 0, SECRET.length, 7 * MiB);
+  await fh.sync();
+  await fh.close();
+  await csi.call.DeleteVolume({ volume_id: first.volume_id });
+  // Repeated: success, nothing more.
+  await csi.call.DeleteVolume({ volume_id: first.volume_id });
+  const released = await admin().get(disk);
+  t.is(released.spec.desired?.state, 'Available');
+  t.regex(released.spec.desired?.wipe ?? '', /^pv-[0-9a-f-]{36}$/);
+  const next = await eventually('a new volume on B', async () => {
+    try {
+      return await create(pvName(), 60, B);
+    } catch {
+      return undefined;
+    }
+  });
+  t.is(next.volume_context.nodeDisk, disk);
+  t.false((await readFile(image)).includes(SECRET), "the next PV's disk holds the first PV's bytes");
+  t.is((await admin().get(disk)).status?.node?.wipedFor, released.spec.desired?.wipe);
+  // The old volume's ID names the old PV: a DeleteVolume repeated late does not release the new owner's disk.
+  await csi.call.DeleteVolume({ volume_id: first.volume_id });
+  t.is((await admin().get(disk)).spec.desired?.owner?.startsWith('pv:'), true);
+  t.not(`${disk}/${(await admin().get(disk)).spec.desired?.owner?.slice(3)}`, first.volume_id);
+  // An ID of no volume of ours is no volume: success.
+  t.is(await statusOf(csi.call.DeleteVolume({ volume_id: 'not-ours' })), 'OK');
+  t.is(await statusOf(csi.call.ValidateVolumeCapabilities({ volume_id: first.volume_id, volume_capabilities: [mountCap] })), 'NOT_FOUND');
+});
