@@ -187,6 +187,37 @@ test('a restart loses nothing: staged and published by one process, unpublished 
   await nothingLeft(t, s.dir);
 });
 
+test('a loop device attached by a program whose mount namespace is gone (a restarted container) is found by its inode, reused and detached', async (t) => {
+  const s = await setup(t);
+  // The container's view of the disk dir: a bind mount in its own mount namespace, gone with it.
+  const ctrDisks = join(s.dir, 'container-view');
+  await mkdir(ctrDisks);
+  const attached = execFileSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-ec', 'mount --bind "$1" "$2"; losetup --find --show "$2/disk1.img"', 'sh', s.diskDir, ctrDisks], {
+    encoding: 'utf8',
+  }).trim();
+  // Teardown's cleanup knows the test dir's paths, not this one: it is detached here whatever happens.
+  t.teardown(async () => {
+    if ((await loopBackingFiles()).get(attached) === '/disk1.img') execFileSync('losetup', ['--detach', attached]);
+  });
+  t.is((await loopBackingFiles()).get(attached), '/disk1.img', 'the kernel names the file from the detached mount (what this test stands for)');
+
+  for (const mode of ['block', 'filesystem'] as const) {
+    const { device } = await stage({ image: s.image, stagingPath: s.staging, mode });
+    t.is(device, attached, `${mode}: a second loop device was attached`);
+    t.deepEqual(
+      [...(await loopBackingFiles()).values()].filter((f) => f === '/disk1.img' || f.startsWith(`${s.dir}/`)),
+      ['/disk1.img'],
+      `${mode}: a second loop device was attached`,
+    );
+    const target = mode === 'block' ? join(s.dir, 'kubelet', 'block-target') : s.target;
+    await publish({ stagingPath: s.staging, targetPath: target, mode, image: s.image });
+    await unpublish(target);
+  }
+  await unstage({ stagingPath: s.staging, image: s.image });
+  t.is((await loopBackingFiles()).get(attached), undefined, 'the device attached before the restart was left behind');
+  await nothingLeft(t, s.dir);
+});
+
 test('Filesystem mode unstage without the image finds the loop device from the staging mount', async (t) => {
   const s = await setup(t);
   await stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem' });
