@@ -33,6 +33,9 @@ const DETACH_SETTLE_MS = 3000;
 const OPEN_IMAGE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 const CREATE_TARGET_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 
+/** Options that would make mount(8) do something else than mount the volume's filesystem (bind, move, set up its own loop device, …). */
+const MOUNT_ACTIONS = /^(bind|rbind|move|remount|loop|offset|sizelimit|encryption|X-mount\.[\w-]+|x-mount\.[\w-]+)(=.*)?$/;
+
 /** Per-mount flags a bind mount can carry (the rest of the mount options apply where the filesystem is mounted). */
 const PER_MOUNT_FLAGS = new Set(['ro', 'nosuid', 'nodev', 'noexec', 'noatime', 'nodiratime', 'relatime', 'strictatime']);
 
@@ -66,6 +69,7 @@ function mountOptionsArg(options: unknown): string[] {
   for (const o of options) {
     if (typeof o !== 'string' || o === '') throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(o)} is empty or not a string`);
     if (/[\0-\x1f]/.test(o)) throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(o)} contains a control character`);
+    if (MOUNT_ACTIONS.test(o)) throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(o)} changes what mount does, not how the filesystem is mounted: not accepted`);
   }
   return options as string[];
 }

@@ -277,6 +277,9 @@ test('bad diskIDs, a missing image, a link, a FIFO and a directory are refused w
   await rejectsWith(t, stage({ image: s.image, stagingPath: 'relative/path', mode: 'filesystem' }), 'invalid', /not an absolute path/);
   await rejectsWith(t, stage({ image: s.image, stagingPath: s.staging, mode: 'raw' as 'block' }), 'invalid', /volume mode/);
   await rejectsWith(t, stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem', mountOptions: ['noatime\n'] }), 'invalid', /control character/);
+  for (const option of ['bind', 'remount', 'loop=/dev/loop9', 'offset=4096', 'X-mount.mkdir']) {
+    await rejectsWith(t, stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem', mountOptions: ['noatime', option] }), 'invalid', /changes what mount does/);
+  }
   await rejectsWith(t, unpublish('target'), 'invalid', /not an absolute path/);
   t.deepEqual((await lstat(join(s.diskDir, 'link.img'))).isSymbolicLink(), true);
   t.deepEqual(
@@ -344,5 +347,26 @@ test('an unpublish unmounts every mount stacked on the target, then removes it',
   await unpublish(s.target);
   t.is(await mountCount(s.target), 0);
   t.false(existsSync(s.target));
+  await nothingLeft(t, s.dir);
+});
+
+test('mount options reach the filesystem at stage; at publish the bind takes the per-mount ones among them', async (t) => {
+  const s = await setup(t);
+  await stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem', mountOptions: ['nosuid', 'data=journal'] });
+  // A publish's own options: noexec is a per-mount flag the bind takes; data=journal was the stage's business.
+  await publish({ stagingPath: s.staging, targetPath: s.target, mode: 'filesystem', image: s.image, mountOptions: ['noexec', 'data=journal'] });
+  const lines = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n');
+  const options = (path: string) => {
+    const fields = lines.find((l) => l.split(' ')[4] === path)?.split(' ') ?? [];
+    return { perMount: fields[5]?.split(',') ?? [], superblock: fields.at(-1)?.split(',') ?? [] };
+  };
+  const staged = options(s.staging);
+  const published = options(s.target);
+  t.true(staged.perMount.includes('nosuid'), staged.perMount.join(','));
+  t.false(staged.perMount.includes('noexec'), 'the publish changed the staging mount');
+  t.true(staged.superblock.includes('data=journal'), staged.superblock.join(','));
+  t.true(published.perMount.includes('noexec') && published.perMount.includes('nosuid'), published.perMount.join(','));
+  await unpublish(s.target);
+  await unstage({ stagingPath: s.staging, image: s.image });
   await nothingLeft(t, s.dir);
 });
