@@ -19,6 +19,7 @@ import { isApiError } from '../lib/kube/errors.ts';
 import { pendingWipe } from '../api/wipe.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import type { Discovery } from './discover.ts';
+import { imageLoopPaths, loopDevicesBacking } from './loop-attached.ts';
 import { ensureMarker, markerState, removeMarker } from './markers.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { observedStatus, statusChanged } from './observe.ts';
@@ -50,7 +51,12 @@ export interface ReconcileContext {
   reportAliases(diskID: string, canonical: string): Promise<void>;
   /** This node's UID (./node-identity.ts); unknown, no NodeDisk is judged another machine's. */
   nodeUID?: string | undefined;
+  /** Where sysfs lists the block devices (./loop-attached.ts; tests give a tree of their own). */
+  sysBlockDir?: string | undefined;
 }
+
+/** How a wipe waiting for a loop device to let the image go begins (what its report and log say). */
+const WAITING_FOR_LOOP = 'waiting to wipe the disk image';
 
 export interface ReconcileResult {
   /** The NodeDisk's deletion completed: reconcile the disk again, to rediscover it as a new, free NodeDisk. */
@@ -118,18 +124,28 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   // the node, and an agent restarted half way finds the request still open and wipes again from the start.
   const wipe = desired !== 'Reserved' ? pendingWipe(nd) : undefined;
   let wipedNow: string | undefined;
+  let waitingForLoop: string | undefined;
   if (wipe !== undefined && file) {
     // Wiping is said once per request: a wipe that keeps failing stays the Error it was reported as,
     // tried again at each rescan without a write.
     const failedBefore = ctx.actionErrors.get(diskID)?.startsWith(`cannot wipe the disk image (wipe request ${wipe})`) === true;
     try {
-      if (!failedBefore) {
-        nd = await report(ctx, nd, { ...withoutTime(nd.status?.node), phase: 'Wiping', capacityBytes: file.sizeBytes, message: `wiping the disk image (wipe request ${wipe})` });
+      // An image still attached to a loop device is a volume still staged here: wiped now, what is mounted
+      // from it would write its metadata back at unmount. It waits, phase Wiping, and is tried again at
+      // each rescan; the report names the device, and is written once, not at every rescan.
+      const loops = await loopDevicesBacking(imageLoopPaths(diskDir, hostDiskDir, diskID), ctx.sysBlockDir);
+      if (loops.length > 0) {
+        const held = loops.map((l) => `${l.device} (backing file ${l.backingFile})`).join(', ');
+        waitingForLoop = `${WAITING_FOR_LOOP} (wipe request ${wipe}): it is attached to loop device ${held}, a volume still staged on this node; it is wiped once that device is detached`;
+      } else {
+        if (!failedBefore) {
+          nd = await report(ctx, nd, { ...withoutTime(nd.status?.node), phase: 'Wiping', capacityBytes: file.sizeBytes, message: `wiping the disk image (wipe request ${wipe})` });
+        }
+        await wipeImage(diskDir, diskID);
+        wipedNow = wipe;
+        metrics.wipes.inc({ result: 'wiped' });
+        log.info('disk image wiped', { nodeDisk: name, diskID, wipe });
       }
-      await wipeImage(diskDir, diskID);
-      wipedNow = wipe;
-      metrics.wipes.inc({ result: 'wiped' });
-      log.info('disk image wiped', { nodeDisk: name, diskID, wipe });
     } catch (err) {
       if (isApiError(err)) throw err;
       metrics.wipes.inc({ result: 'failed' });
@@ -150,11 +166,17 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
       actionError = `cannot ${desired === 'Reserved' ? 'write' : 'remove'} the reservation marker: ${(err as Error).message}`;
     }
   }
+  const problemBefore = ctx.actionErrors.get(diskID);
   if (actionError) {
     // Logged once per new problem, not at every rescan; the NodeDisk's Error phase carries it meanwhile.
-    if (ctx.actionErrors.get(diskID) !== actionError) log.error(actionError, { nodeDisk: name, diskID });
+    if (problemBefore !== actionError) log.error(actionError, { nodeDisk: name, diskID });
     ctx.actionErrors.set(diskID, actionError);
-  } else if (ctx.actionErrors.delete(diskID)) log.info('reservation marker problem resolved', { nodeDisk: name, diskID });
+  } else if (waitingForLoop) {
+    if (problemBefore !== waitingForLoop) log.warn(waitingForLoop, { nodeDisk: name, diskID });
+    ctx.actionErrors.set(diskID, waitingForLoop);
+  } else if (ctx.actionErrors.delete(diskID)) {
+    log.info(problemBefore?.startsWith(WAITING_FOR_LOOP) ? 'the disk image is no longer attached to a loop device' : 'reservation marker problem resolved', { nodeDisk: name, diskID });
+  }
   const onDisk = await markerState(diskDir, diskID);
   if (desired !== 'Reserved' && onDisk.kind === 'absent' && isProtected(nd)) {
     nd = await setProtection(ctx, nd, false);
@@ -178,6 +200,7 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
     rivals: discovery.ignored.filter((f) => f.collidesWith === diskID).map((f) => f.name),
   });
   if (!file && ignored) next = { ...next, phase: 'Error', message: `disk image ${hostPath} ${ignored.reason}` };
+  if (waitingForLoop) next = { ...next, phase: 'Wiping', message: waitingForLoop };
   if (ctx.nodeUID !== undefined) next = { ...next, nodeUID: ctx.nodeUID };
   // What the image may hold: a reservation's bytes from the moment it is reserved until a wipe (ADR 38).
   const wipedFor = wipedNow ?? nd.status?.node?.wipedFor;

@@ -12,7 +12,7 @@ import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { DISK_SUFFIX } from '../api/constants.ts';
 import { diskIdFromFileName, diskIdProblem, nodeDiskName } from '../api/names.ts';
-import { attachLoop, detachLoop, devicesOfImage, listLoopDevices, type LoopDevice } from './loop.ts';
+import { attachLoop, detachLoop, devicesOfImage, type ImageRef, imageRef, listLoopDevices, type LoopDevice, sameAttachment } from './loop.ts';
 import { canonicalPath, isReadOnly, type MountEntry, readMounts, splitDeviceNumber, topMountAt } from './mountinfo.ts';
 import { NodeVolumeError } from './node-errors.ts';
 import { hasTool, runTool } from './run-tool.ts';
@@ -32,6 +32,9 @@ const DETACH_SETTLE_MS = 3000;
 
 const OPEN_IMAGE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 const CREATE_TARGET_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
+
+/** Options that would make mount(8) do something else than mount the volume's filesystem (bind, move, set up its own loop device, …). */
+const MOUNT_ACTIONS = /^(bind|rbind|move|remount|loop|offset|sizelimit|encryption|X-mount\.[\w-]+|x-mount\.[\w-]+)(=.*)?$/;
 
 /** Per-mount flags a bind mount can carry (the rest of the mount options apply where the filesystem is mounted). */
 const PER_MOUNT_FLAGS = new Set(['ro', 'nosuid', 'nodev', 'noexec', 'noatime', 'nodiratime', 'relatime', 'strictatime']);
@@ -66,6 +69,7 @@ function mountOptionsArg(options: unknown): string[] {
   for (const o of options) {
     if (typeof o !== 'string' || o === '') throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(o)} is empty or not a string`);
     if (/[\0-\x1f]/.test(o)) throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(o)} contains a control character`);
+    if (MOUNT_ACTIONS.test(o)) throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(o)} changes what mount does, not how the filesystem is mounted: not accepted`);
   }
   return options as string[];
 }
@@ -118,6 +122,13 @@ async function checkImage(image: string): Promise<string> {
     await fh.close();
   }
   return image;
+}
+
+/** The image as it is now; a missing one is not found. */
+async function existingImage(path: string): Promise<ImageRef> {
+  const ref = await imageRef(path);
+  if (ref.identity === undefined) throw new NodeVolumeError('not-found', `disk image ${path} does not exist on this node`);
+  return ref;
 }
 
 /**
@@ -269,12 +280,12 @@ async function detachUnmounted(devices: LoopDevice[], image: string): Promise<vo
       await detachLoop(d.device);
     } catch (err) {
       // Detached meanwhile, or the number reused for another file: either way not this image's any more.
-      if (devicesOfImage(await listLoopDevices(), d.backingFile, { includeDeleted: true }).some((x) => x.device === d.device)) throw err;
+      if ((await listLoopDevices()).some((x) => sameAttachment(x, d))) throw err;
     }
   }
   const deadline = Date.now() + DETACH_SETTLE_MS;
   for (;;) {
-    const left = (await listLoopDevices()).filter((x) => devices.some((d) => d.device === x.device && d.backingFile === x.backingFile));
+    const left = (await listLoopDevices()).filter((x) => devices.some((d) => sameAttachment(x, d)));
     if (left.length === 0) return;
     if (Date.now() > deadline) {
       throw new NodeVolumeError(
@@ -329,9 +340,10 @@ export async function stage(r: StageRequest): Promise<{ device: string }> {
   const mode = modeArg(r.mode);
   const image = await checkImage(absolutePath('disk image', r.image));
   const stagingPath = await pathArg('staging path', r.stagingPath);
+  const ref = await existingImage(image);
   if (mode === 'block') {
     return serialized(image, async () => {
-      const attached = devicesOfImage(await listLoopDevices(), image);
+      const attached = devicesOfImage(await listLoopDevices(), ref);
       return { device: attached[0]?.device ?? (await attachLoop(image)) };
     });
   }
@@ -344,7 +356,7 @@ export async function stage(r: StageRequest): Promise<{ device: string }> {
     } catch (err) {
       throw new NodeVolumeError('failed-precondition', `cannot make staging dir ${stagingPath}: ${(err as Error).message}`, { cause: err });
     }
-    const attached = devicesOfImage(await listLoopDevices(), image);
+    const attached = devicesOfImage(await listLoopDevices(), ref);
     const top = topMountAt(await readMounts(), stagingPath);
     if (top) {
       const nodes = await Promise.all(attached.map((d) => deviceNode(d.device)));
@@ -379,7 +391,10 @@ export async function stage(r: StageRequest): Promise<{ device: string }> {
       await runTool('mount', ['-t', fsType, ...(options.length ? ['-o', options.join(',')] : []), device, stagingPath], { timeoutMs: MOUNT_TIMEOUT_MS });
     } catch (err) {
       // A device this call attached is not left behind by its failure (nothing else knows of it yet).
-      if (!already) await detachUnmounted([{ device, backingFile: image, deleted: false, autoclear: false }], image).catch(() => undefined);
+      if (!already) {
+        const mine = devicesOfImage(await listLoopDevices(), ref).filter((d) => d.device === device);
+        await detachUnmounted(mine, image).catch(() => undefined);
+      }
       throw err;
     }
     return { device };
@@ -401,7 +416,7 @@ export interface PublishRequest {
 /** Bind-mounts the staged volume (Filesystem) or the loop device (Block) at the target path, unless it is already there. */
 export async function publish(r: PublishRequest): Promise<void> {
   const mode = modeArg(r.mode);
-  const image = absolutePath('disk image', r.image);
+  const image = await existingImage(absolutePath('disk image', r.image));
   const targetPath = await pathArg('target path', r.targetPath);
   const readOnly = r.readOnly === true;
   const flags = [...new Set([...(readOnly ? ['ro'] : []), ...mountOptionsArg(r.mountOptions).filter((o) => PER_MOUNT_FLAGS.has(o))])];
@@ -413,7 +428,7 @@ export async function publish(r: PublishRequest): Promise<void> {
       if (!staged) throw new NodeVolumeError('failed-precondition', `the volume is not staged: nothing is mounted at ${stagingPath}`);
       const nodes = await Promise.all(devicesOfImage(await listLoopDevices(), image).map((d) => deviceNode(d.device)));
       if (!nodes.some((n) => isFilesystemOf(staged, n))) {
-        throw new NodeVolumeError('failed-precondition', `staging path ${stagingPath} has ${staged.source} mounted, not a loop device of ${image}`);
+        throw new NodeVolumeError('failed-precondition', `staging path ${stagingPath} has ${staged.source} mounted, not a loop device of ${image.path}`);
       }
       await makeTargetDir(targetPath);
       const top = topMountAt(mounts, targetPath);
@@ -429,14 +444,14 @@ export async function publish(r: PublishRequest): Promise<void> {
   }
   return serialized(targetPath, async () => {
     const attached = devicesOfImage(await listLoopDevices(), image);
-    if (attached.length === 0) throw new NodeVolumeError('failed-precondition', `the volume is not staged: no loop device serves ${image}`);
+    if (attached.length === 0) throw new NodeVolumeError('failed-precondition', `the volume is not staged: no loop device serves ${image.path}`);
     const nodes = await Promise.all(attached.map((d) => deviceNode(d.device)));
     const top = topMountAt(await readMounts(), targetPath);
     if (top) {
       const st = await fsp.stat(targetPath, { bigint: true }).catch(() => undefined);
       const rdev = st?.isBlockDevice() ? splitDeviceNumber(st.rdev) : undefined;
       const bound = rdev !== undefined && nodes.some((n) => n.rdev.major === rdev.major && n.rdev.minor === rdev.minor);
-      if (!bound) throw new NodeVolumeError('already-exists', `target path ${targetPath} already has ${top.source} mounted, not a loop device of ${image}`);
+      if (!bound) throw new NodeVolumeError('already-exists', `target path ${targetPath} already has ${top.source} mounted, not a loop device of ${image.path}`);
       checkReadOnly(top, readOnly, targetPath);
       return;
     }
@@ -542,7 +557,7 @@ export async function unstage(r: UnstageRequest): Promise<void> {
       }
     }
     await unmountAll(stagingPath);
-    const ofImage = image === undefined ? [] : devicesOfImage(devices, image, { includeDeleted: true });
+    const ofImage = image === undefined ? [] : devicesOfImage(devices, await imageRef(image), { includeStale: true });
     const all = [...ofImage, ...staged.filter((s) => !ofImage.some((d) => d.device === s.device))];
     await detachUnmounted(all, image ?? `the volume staged at ${stagingPath}`);
   });

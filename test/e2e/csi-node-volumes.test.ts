@@ -187,6 +187,37 @@ test('a restart loses nothing: staged and published by one process, unpublished 
   await nothingLeft(t, s.dir);
 });
 
+test('a loop device attached by a program whose mount namespace is gone (a restarted container) is found by its inode, reused and detached', async (t) => {
+  const s = await setup(t);
+  // The container's view of the disk dir: a bind mount in its own mount namespace, gone with it.
+  const ctrDisks = join(s.dir, 'container-view');
+  await mkdir(ctrDisks);
+  const attached = execFileSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-ec', 'mount --bind "$1" "$2"; losetup --find --show "$2/disk1.img"', 'sh', s.diskDir, ctrDisks], {
+    encoding: 'utf8',
+  }).trim();
+  // Teardown's cleanup knows the test dir's paths, not this one: it is detached here whatever happens.
+  t.teardown(async () => {
+    if ((await loopBackingFiles()).get(attached) === '/disk1.img') execFileSync('losetup', ['--detach', attached]);
+  });
+  t.is((await loopBackingFiles()).get(attached), '/disk1.img', 'the kernel names the file from the detached mount (what this test stands for)');
+
+  for (const mode of ['block', 'filesystem'] as const) {
+    const { device } = await stage({ image: s.image, stagingPath: s.staging, mode });
+    t.is(device, attached, `${mode}: a second loop device was attached`);
+    t.deepEqual(
+      [...(await loopBackingFiles()).values()].filter((f) => f === '/disk1.img' || f.startsWith(`${s.dir}/`)),
+      ['/disk1.img'],
+      `${mode}: a second loop device was attached`,
+    );
+    const target = mode === 'block' ? join(s.dir, 'kubelet', 'block-target') : s.target;
+    await publish({ stagingPath: s.staging, targetPath: target, mode, image: s.image });
+    await unpublish(target);
+  }
+  await unstage({ stagingPath: s.staging, image: s.image });
+  t.is((await loopBackingFiles()).get(attached), undefined, 'the device attached before the restart was left behind');
+  await nothingLeft(t, s.dir);
+});
+
 test('Filesystem mode unstage without the image finds the loop device from the staging mount', async (t) => {
   const s = await setup(t);
   await stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem' });
@@ -246,6 +277,9 @@ test('bad diskIDs, a missing image, a link, a FIFO and a directory are refused w
   await rejectsWith(t, stage({ image: s.image, stagingPath: 'relative/path', mode: 'filesystem' }), 'invalid', /not an absolute path/);
   await rejectsWith(t, stage({ image: s.image, stagingPath: s.staging, mode: 'raw' as 'block' }), 'invalid', /volume mode/);
   await rejectsWith(t, stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem', mountOptions: ['noatime\n'] }), 'invalid', /control character/);
+  for (const option of ['bind', 'remount', 'loop=/dev/loop9', 'offset=4096', 'X-mount.mkdir']) {
+    await rejectsWith(t, stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem', mountOptions: ['noatime', option] }), 'invalid', /changes what mount does/);
+  }
   await rejectsWith(t, unpublish('target'), 'invalid', /not an absolute path/);
   t.deepEqual((await lstat(join(s.diskDir, 'link.img'))).isSymbolicLink(), true);
   t.deepEqual(
@@ -313,5 +347,26 @@ test('an unpublish unmounts every mount stacked on the target, then removes it',
   await unpublish(s.target);
   t.is(await mountCount(s.target), 0);
   t.false(existsSync(s.target));
+  await nothingLeft(t, s.dir);
+});
+
+test('mount options reach the filesystem at stage; at publish the bind takes the per-mount ones among them', async (t) => {
+  const s = await setup(t);
+  await stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem', mountOptions: ['nosuid', 'data=journal'] });
+  // A publish's own options: noexec is a per-mount flag the bind takes; data=journal was the stage's business.
+  await publish({ stagingPath: s.staging, targetPath: s.target, mode: 'filesystem', image: s.image, mountOptions: ['noexec', 'data=journal'] });
+  const lines = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n');
+  const options = (path: string) => {
+    const fields = lines.find((l) => l.split(' ')[4] === path)?.split(' ') ?? [];
+    return { perMount: fields[5]?.split(',') ?? [], superblock: fields.at(-1)?.split(',') ?? [] };
+  };
+  const staged = options(s.staging);
+  const published = options(s.target);
+  t.true(staged.perMount.includes('nosuid'), staged.perMount.join(','));
+  t.false(staged.perMount.includes('noexec'), 'the publish changed the staging mount');
+  t.true(staged.superblock.includes('data=journal'), staged.superblock.join(','));
+  t.true(published.perMount.includes('noexec') && published.perMount.includes('nosuid'), published.perMount.join(','));
+  await unpublish(s.target);
+  await unstage({ stagingPath: s.staging, image: s.image });
   await nothingLeft(t, s.dir);
 });

@@ -2,12 +2,13 @@
 // the reservation-protection ordering of ADR 12. The finalizer is added before a marker is written (a
 // failed finalizer write means no marker), the marker is removed before the finalizer, and a marker that
 // cannot be removed keeps the finalizer.
-import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { discover } from '../../agent/discover.ts';
+import { imageLoopPaths, loopDevicesBacking } from '../../agent/loop-attached.ts';
 import { markerName } from '../../agent/markers.ts';
 import { agentMetrics } from '../../agent/metrics.ts';
 import { reconcileDisk, type DiskCache, type ReconcileContext } from '../../agent/reconcile-disk.ts';
@@ -42,7 +43,7 @@ function nodeDisk(diskID: string, dir: string, o: { state?: 'Reserved' | 'Availa
 /** What the fake API server saw, in order, with whether the marker file existed at that moment. */
 type Call = { op: 'get' | 'create' | 'applyStatus' | 'addFinalizer' | 'removeFinalizer'; markerExists: boolean };
 
-function harness(dir: string, diskID: string, stored: NodeDisk, o: { failFinalizer?: boolean } = {}) {
+function harness(dir: string, diskID: string, stored: NodeDisk, o: { failFinalizer?: boolean; sysBlock?: string } = {}) {
   const calls: Call[] = [];
   const logs: string[] = [];
   const marker = join(dir, markerName(diskID));
@@ -82,6 +83,9 @@ function harness(dir: string, diskID: string, stored: NodeDisk, o: { failFinaliz
     metrics,
     actionErrors: new Map(),
     reportAliases: async () => {},
+    // This machine's own loop devices are no business of these tests: sysfs is a tree of the test's own
+    // (none at all unless a test makes one).
+    sysBlockDir: o.sysBlock ?? join(dir, 'no-sys-block'),
   };
   const run = async () => reconcileDisk(ctx, diskID, await discover(dir, NODE));
   /** With a discovery made earlier: the disk dir changed since the scan. */
@@ -163,5 +167,87 @@ test('a wipe that fails is reported once, not written again at every rescan whil
   await h.runWith(scanned);
   await h.runWith(scanned);
   t.is(writes(), first, 'the same failure was written again');
+  t.true(existsSync(h.marker));
+});
+
+/** A sysfs block tree of the test's own: loop devices attached to the given files, and some not attached. */
+function fakeSysBlock(dir: string, attached: Record<string, string>): string {
+  const sys = join(dir, 'sys-block');
+  mkdirSync(join(sys, 'vda'), { recursive: true });
+  mkdirSync(join(sys, 'loop7', 'loop'), { recursive: true }); // a loop device with nothing attached
+  for (const [loop, file] of Object.entries(attached)) {
+    mkdirSync(join(sys, loop, 'loop'), { recursive: true });
+    writeFileSync(join(sys, loop, 'loop', 'backing_file'), `${file}\n`);
+  }
+  return sys;
+}
+
+test('an image still attached to a loop device is not wiped: Wiping, naming the device, written once; wiped at the first rescan after it is detached', async (t) => {
+  const dir = await diskDir('disk5');
+  writeFileSync(join(dir, 'disk5.img'), Buffer.from('team-x data'));
+  writeFileSync(join(dir, markerName('disk5')), 'reserved\n');
+  const stored = nodeDisk('disk5', dir, { state: 'Available', protected: true });
+  stored.spec.desired = { state: 'Available', wipe: 'w-5' };
+  const sys = fakeSysBlock(dir, { loop3: join(dir, 'disk5.img'), loop4: join(dir, 'disk50.img') });
+  const h = harness(dir, 'disk5', stored, { sysBlock: sys });
+  await h.run();
+  const node = () => h.cache.get(h.name)!.status?.node;
+  t.is(node()?.phase, 'Wiping');
+  t.regex(
+    node()?.message ?? '',
+    /^waiting to wipe the disk image \(wipe request w-5\): it is attached to loop device \/dev\/loop3 \(backing file .*disk5\.img\), a volume still staged on this node/,
+  );
+  t.false((node()?.message ?? '').includes('loop4'), 'another image of a similar name counted');
+  t.is(readFileSync(join(dir, 'disk5.img'), 'utf8'), 'team-x data', 'the image was wiped while attached');
+  t.true(existsSync(h.marker), 'the disk stays held until it is wiped');
+  t.deepEqual(h.cache.get(h.name)!.metadata.finalizers, [FINALIZER]);
+  t.is(node()?.wipedFor, undefined);
+  const writes = () => h.calls.filter((c) => c.op === 'applyStatus').length;
+  t.is(writes(), 1, 'one report for the wait');
+  await h.run();
+  await h.run();
+  t.is(writes(), 1, 'the same wait was written again at a rescan');
+  t.is(h.logs.filter((l) => l.includes('waiting to wipe the disk image')).length, 1, 'the wait is logged once');
+
+  rmSync(join(sys, 'loop3', 'loop', 'backing_file')); // detached
+  await h.run();
+  t.is(node()?.phase, 'Available');
+  t.is(node()?.wipedFor, 'w-5');
+  t.true(readFileSync(join(dir, 'disk5.img')).every((b) => b === 0));
+  t.false(existsSync(h.marker));
+  t.true(h.logs.some((l) => l.includes('no longer attached to a loop device')));
+});
+
+test('the image counts as attached by its path in the disk dir, its host path, or its path in a detached mount of the dir; not by a look-alike', async (t) => {
+  const dir = await diskDir('disk6');
+  const paths = imageLoopPaths(dir, '/host/disks', 'disk6');
+  t.deepEqual(paths, [join(dir, 'disk6.img'), '/host/disks/disk6.img', '/disk6.img']);
+  const sys = fakeSysBlock(dir, {
+    loop0: '/host/disks/disk6.img',
+    loop1: '/disk6.img',
+    loop2: join(dir, 'disk6.img'),
+    loop3: '/host/disks/disk6.img (deleted)',
+    loop4: '/elsewhere/disk6.img',
+    loop10: '/host/disks/disk6.img.bak',
+  });
+  t.deepEqual(
+    (await loopDevicesBacking(paths, sys)).map((l) => l.device),
+    ['/dev/loop0', '/dev/loop1', '/dev/loop2'],
+  );
+  t.deepEqual(await loopDevicesBacking(paths, join(dir, 'absent')), [], 'no sysfs block tree: no loop device');
+});
+
+test('a sysfs that cannot be read makes the wipe fail (Error), not go ahead', async (t) => {
+  const dir = await diskDir('disk8');
+  writeFileSync(join(dir, 'disk8.img'), Buffer.from('team-x data'));
+  writeFileSync(join(dir, markerName('disk8')), 'reserved\n');
+  const stored = nodeDisk('disk8', dir, { state: 'Available', protected: true });
+  stored.spec.desired = { state: 'Available', wipe: 'w-8' };
+  writeFileSync(join(dir, 'not-a-dir'), '');
+  const h = harness(dir, 'disk8', stored, { sysBlock: join(dir, 'not-a-dir') });
+  await h.run();
+  t.is(h.cache.get(h.name)!.status?.node?.phase, 'Error');
+  t.regex(h.cache.get(h.name)!.status?.node?.message ?? '', /cannot wipe the disk image \(wipe request w-8\): cannot list loop devices/);
+  t.is(readFileSync(join(dir, 'disk8.img'), 'utf8'), 'team-x data');
   t.true(existsSync(h.marker));
 });

@@ -95,34 +95,48 @@ test('a canonical path resolves links in its directories but never its last comp
 
 const LOSETUP = `{
    "loopdevices": [
-      {"name": "/dev/loop0", "back-file": "/disks/disk1.img", "autoclear": false},
-      {"name": "/dev/loop1", "back-file": "/disks/disk1.img.old", "autoclear": false},
-      {"name": "/dev/loop2", "back-file": "/disks/disk1.img (deleted)", "autoclear": true},
-      {"name": "/dev/loop3", "back-file": "/disks/sp ace/a\\"b.img", "autoclear": false},
+      {"name": "/dev/loop0", "back-file": "/disks/disk1.img", "back-ino": 12, "back-maj:min": "     254:0  ", "autoclear": false},
+      {"name": "/dev/loop1", "back-file": "/disks/disk1.img.old", "back-ino": 13, "back-maj:min": "254:0", "autoclear": false},
+      {"name": "/dev/loop2", "back-file": "/disks/disk1.img (deleted)", "back-ino": 11, "back-maj:min": "254:0", "autoclear": true},
+      {"name": "/dev/loop3", "back-file": "/disks/sp ace/a\\"b.img", "back-ino": 18446744073709551557, "back-maj:min": "0:42", "autoclear": false},
       {"name": "/dev/loop4", "back-file": null, "autoclear": false},
-      {"name": "/dev/loop5", "back-file": "/disks/disk1.img", "autoclear": true}
+      {"name": "/dev/loop5", "back-file": "/disk1.img", "back-ino": 12, "back-maj:min": "254:0", "autoclear": true},
+      {"name": "/dev/loop6", "back-file": "/disks/disk1.img", "back-ino": 12, "back-maj:min": "254:1", "autoclear": false}
    ]
 }`;
 
-test("losetup's JSON list is parsed, a removed backing file is told apart, and an image matches its exact path only", (t) => {
+test("losetup's JSON list is parsed: the backing file's path, whether it was removed, its inode (exact, even past 2^53) and device", (t) => {
   const list = parseLosetupList(LOSETUP);
   t.deepEqual(
     list.map((d) => d.device),
-    ['/dev/loop0', '/dev/loop1', '/dev/loop2', '/dev/loop3', '/dev/loop5'],
+    ['/dev/loop0', '/dev/loop1', '/dev/loop2', '/dev/loop3', '/dev/loop5', '/dev/loop6'],
     'a device with no backing file is not listed',
   );
-  t.deepEqual(list[2], { device: '/dev/loop2', backingFile: '/disks/disk1.img', deleted: true, autoclear: true });
+  t.deepEqual(list[0], { device: '/dev/loop0', backingFile: '/disks/disk1.img', deleted: false, autoclear: false, backing: { ino: 12n, major: 254, minor: 0 } });
+  t.deepEqual(list[2], { device: '/dev/loop2', backingFile: '/disks/disk1.img', deleted: true, autoclear: true, backing: { ino: 11n, major: 254, minor: 0 } });
   t.is(list[3]!.backingFile, '/disks/sp ace/a"b.img');
+  t.is(list[3]!.backing?.ino, 18446744073709551557n);
+});
+
+test('an image is served by the devices over its very file (inode and device), whatever path the kernel names it by; stale ones by path only on request', (t) => {
+  const list = parseLosetupList(LOSETUP);
+  const image = { path: '/disks/disk1.img', identity: { ino: 12n, major: 254, minor: 0 } };
+  // loop5 was attached by a program whose mount namespace is gone: the kernel names the file from the
+  // detached mount's root. loop6 has the path and inode, but on another filesystem.
   t.deepEqual(
-    devicesOfImage(list, '/disks/disk1.img').map((d) => d.device),
+    devicesOfImage(list, image).map((d) => d.device),
     ['/dev/loop0', '/dev/loop5'],
   );
   t.deepEqual(
-    devicesOfImage(list, '/disks/disk1.img', { includeDeleted: true }).map((d) => d.device),
-    ['/dev/loop0', '/dev/loop2', '/dev/loop5'],
+    devicesOfImage(list, image, { includeStale: true }).map((d) => d.device),
+    ['/dev/loop0', '/dev/loop2', '/dev/loop5', '/dev/loop6'],
   );
-  t.deepEqual(devicesOfImage(list, '/disks/disk1'), [], 'a prefix of the path is not the image');
-  t.deepEqual(devicesOfImage(list, '/disks/sp ace/a"b.img').length, 1);
+  t.deepEqual(devicesOfImage(list, { path: '/disks/disk1.img', identity: undefined }), [], 'a missing image is served by nothing');
+  t.deepEqual(
+    devicesOfImage(list, { path: '/disks/disk1.img', identity: undefined }, { includeStale: true }).map((d) => d.device),
+    ['/dev/loop0', '/dev/loop2', '/dev/loop6'],
+  );
+  t.deepEqual(devicesOfImage(list, { path: '/disks/disk1', identity: undefined }, { includeStale: true }), [], 'a prefix of the path is not the image');
 });
 
 test('losetup with no loop device at all prints nothing or an empty list: no device', (t) => {
