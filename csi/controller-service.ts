@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import { CSI_TOPOLOGY_KEY, PV_OWNER_PREFIX } from '../api/constants.ts';
 import { notFree } from '../api/free-disk.ts';
+import { holdsData } from '../api/wipe.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -60,6 +61,14 @@ function nodesOf(req: CreateVolumeRequest): string[] | undefined {
 
 function topologyOf(nd: NodeDisk): Topology[] {
   return [{ segments: { [CSI_TOPOLOGY_KEY]: nd.spec.nodeName } }];
+}
+
+/**
+ * Whether a disk may become a PV: free, and holding no earlier owner's bytes (a disk released without a
+ * wipe keeps them, ADR 38; a pod would mount the old filesystem as its own).
+ */
+export function freeForVolume(nd: NodeDisk): boolean {
+  return notFree(nd) === undefined && !holdsData(nd);
 }
 
 function capacityOf(nd: NodeDisk): number {
@@ -128,7 +137,7 @@ export class ControllerService {
         const outcome = await alloc.reserve({
           holder,
           candidates: () => alloc.index.candidates(min, node),
-          fits: (nd) => notFree(nd) === undefined && fitsSize(nd) && (node === undefined || nd.spec.nodeName === node),
+          fits: (nd) => freeForVolume(nd) && fitsSize(nd) && (node === undefined || nd.spec.nodeName === node),
         });
         if (outcome.kind === 'reserved') {
           this.o.log.info('volume provisioned', { volume: req.name, nodeDisk: outcome.disk.metadata.name, node: outcome.disk.spec.nodeName, bytes: capacityOf(outcome.disk) });
@@ -137,7 +146,7 @@ export class ControllerService {
         if (outcome.kind === 'busy' || outcome.kind === 'conflicts') throw new CsiError('ABORTED', 'the disks that fit are being reserved right now: try again');
       }
       const where = nodes ? `node ${nodes.join(' or ')}` : 'any node';
-      throw new CsiError('RESOURCE_EXHAUSTED', `no free NodeDisk of at least ${min} bytes${max ? ` and at most ${max}` : ''} on ${where}`);
+      throw new CsiError('RESOURCE_EXHAUSTED', `no free NodeDisk of at least ${min} bytes${max ? ` and at most ${max}` : ''} that holds no earlier data on ${where}`);
     },
 
     DeleteVolume: async (req: DeleteVolumeRequest) => {
@@ -184,7 +193,7 @@ export class ControllerService {
       let available = 0;
       let largest = 0;
       for (const nd of this.o.allocator.index.candidates(0, node)) {
-        if (notFree(nd) !== undefined) continue;
+        if (!freeForVolume(nd)) continue;
         available += capacityOf(nd);
         largest = Math.max(largest, capacityOf(nd));
       }

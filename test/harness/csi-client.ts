@@ -8,7 +8,24 @@ export interface CsiCallError extends Error {
   details: string;
 }
 
-export type CsiClient = Record<string, (request: object) => Promise<Record<string, unknown>>>;
+type Method =
+  | 'GetPluginInfo'
+  | 'GetPluginCapabilities'
+  | 'Probe'
+  | 'ControllerGetCapabilities'
+  | 'CreateVolume'
+  | 'DeleteVolume'
+  | 'ValidateVolumeCapabilities'
+  | 'GetCapacity'
+  | 'NodeGetInfo'
+  | 'NodeGetCapabilities'
+  | 'NodeStageVolume'
+  | 'NodeUnstageVolume'
+  | 'NodePublishVolume'
+  | 'NodeUnpublishVolume'
+  | 'NodeGetVolumeStats';
+
+export type CsiClient = Record<Method, (request: object) => Promise<Record<string, unknown>>>;
 
 /** A client of `service` (Identity, Controller, Node) on the unix socket `path`; close() when done. */
 export function csiClient(path: string, service: 'Identity' | 'Controller' | 'Node'): { call: CsiClient; close: () => void } {

@@ -21,7 +21,7 @@ import { denied, nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 const MiB = 2 ** 20;
-const [A, B] = ['csi-a', 'csi-b'];
+const [A, B, C] = ['csi-a', 'csi-b', 'csi-c'];
 const SECRET = 'bytes of the first PV';
 let work = '';
 const programs: Program[] = [];
@@ -64,10 +64,11 @@ test.before(async () => {
   const logDir = join(work, 'logs');
   await seed(A, [64, 64, 128]);
   await seed(B, [64, 64]);
+  await seed(C, [64]);
   programs.push(await startController(controlPlane(), { logDir }));
-  for (const node of [A, B]) programs.push(await startAgent(controlPlane(), { node, diskDir: diskDir(node), logDir, rescanInterval: '1s' }));
+  for (const node of [A, B, C]) programs.push(await startAgent(controlPlane(), { node, diskDir: diskDir(node), logDir, rescanInterval: '1s' }));
   programs.push(await startCsiController(controlPlane(), { logDir, csiAddress: join(work, 'csi.sock') }));
-  await eventually('5 Available disks', async () => (await admin().list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 5, 60_000);
+  await eventually('6 Available disks', async () => (await admin().list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 6, 60_000);
   csi = csiClient(join(work, 'csi.sock'), 'Controller');
   await eventually('the CSI controller ready', async () => (await statusOf(csi.call.GetCapacity({ volume_capabilities: [mountCap] }))) === 'OK', 30_000);
 });
@@ -117,7 +118,7 @@ test.serial('GetCapacity tells the scheduler per node what is free and the large
   const other = await csi.call.GetCapacity({ volume_capabilities: [mountCap], accessible_topology: { segments: { 'topology.kubernetes.io/zone': 'z1' } } });
   t.is(other.available_capacity, 0);
   const err = await create(pvName(), 100, A).catch((e: Error) => e);
-  t.regex(String((err as Error).message), /RESOURCE_EXHAUSTED.*no free NodeDisk of at least 104857600 bytes on node csi-a/);
+  t.regex(String((err as Error).message), /RESOURCE_EXHAUSTED.*no free NodeDisk of at least 104857600 bytes that holds no earlier data on node csi-a/);
   t.is(await statusOf(csi.call.CreateVolume({ name: pvName(), volume_capabilities: [{ access_mode: { mode: 'MULTI_NODE_MULTI_WRITER' }, mount: {} }] })), 'INVALID_ARGUMENT');
 });
 
@@ -184,4 +185,20 @@ test.serial('DeleteVolume wipes the disk before the next PV gets it, and a repea
   // An ID of no volume of ours is no volume: success.
   t.is(await statusOf(csi.call.DeleteVolume({ volume_id: 'not-ours' })), 'OK');
   t.is(await statusOf(csi.call.ValidateVolumeCapabilities({ volume_id: first.volume_id, volume_capabilities: [mountCap] })), 'NOT_FOUND');
+});
+
+test.serial("a free disk that holds an earlier owner's bytes (released without a wipe) becomes no PV until it is wiped", async (t) => {
+  const disk = nodeDiskName(C, 'disk1');
+  const bin = join(REPO_ROOT, 'dist', 'bin');
+  const plugin = (...args: string[]) => execResult('kubectl', ['nodedisks', ...args], { env: { PATH: `${bin}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig } });
+  t.is((await plugin('reserve', disk, '--owner', 'bob')).code, 0);
+  await diskWhere(disk, 'Reserved on the node', (nd) => nd.status?.node?.phase === 'Reserved');
+  t.is((await plugin('release', disk, '--owner', 'bob')).code, 0);
+  await diskWhere(disk, 'free and holding data', (nd) => nd.status?.node?.phase === 'Available' && nd.status.node.holdsData === true);
+  t.regex(String(await create(pvName(), 10, C).catch((e: Error) => e.message)), /RESOURCE_EXHAUSTED.*holds no earlier data on node csi-c/);
+  const cap = await csi.call.GetCapacity({ volume_capabilities: [mountCap], accessible_topology: { segments: { [CSI_TOPOLOGY_KEY]: C } } });
+  t.is(cap.available_capacity, 0);
+  t.is((await plugin('release', disk, '--wipe')).code, 0);
+  await diskWhere(disk, 'wiped', (nd) => nd.status?.node?.holdsData === false && nd.status.node.phase === 'Available' && nd.status.node.wipedFor === nd.spec.desired?.wipe);
+  t.is((await create(pvName(), 10, C)).volume_context.nodeDisk, disk);
 });

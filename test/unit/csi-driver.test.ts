@@ -3,6 +3,7 @@ import { checkCapabilities, fsTypeOf } from '../../csi/capabilities.ts';
 import { parseCsiConfig, socketPath } from '../../csi/config.ts';
 import { pvOwner, pvOwnerUID } from '../../csi/controller-service.ts';
 import { CsiError } from '../../csi/errors.ts';
+import type { VolumeCapability } from '../../csi/types.ts';
 import { parseVolumeId, volumeId } from '../../csi/volume-id.ts';
 import { OWNER_PATTERN, WIPE_TOKEN_PATTERN } from '../../api/constants.ts';
 
@@ -35,7 +36,7 @@ test('capabilities: single-node access modes, a filesystem the node side can mak
   ];
   t.notThrows(() => checkCapabilities(ok));
   t.is(fsTypeOf(ok[0]!), 'ext4');
-  const bad = [
+  const bad: [VolumeCapability, RegExp][] = [
     [{ access_mode: { mode: 'MULTI_NODE_MULTI_WRITER' as const }, access_type: 'block' as const }, /not supported: a NodeDisk is one node's disk/],
     [
       { access_mode: { mode: 'SINGLE_NODE_WRITER' as const }, access_type: 'mount' as const, mount: { fs_type: 'ntfs', mount_flags: [], volume_mount_group: '' } },
@@ -43,7 +44,7 @@ test('capabilities: single-node access modes, a filesystem the node side can mak
     ],
     [{ access_type: 'block' as const }, /no access mode/],
     [{ access_mode: { mode: 'SINGLE_NODE_WRITER' as const } }, /neither block nor mount/],
-  ] as const;
+  ];
   for (const [cap, message] of bad) {
     const err = t.throws(() => checkCapabilities([cap]), { instanceOf: CsiError, message });
     t.is(err?.code, 'INVALID_ARGUMENT');
