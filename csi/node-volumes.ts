@@ -18,6 +18,7 @@ import { NodeVolumeError } from './node-errors.ts';
 import { hasTool, runTool } from './run-tool.ts';
 
 export { isMountPoint } from './mountinfo.ts';
+export { isNodeVolumeError, NodeVolumeError, type NodeVolumeErrorCode } from './node-errors.ts';
 
 export type VolumeMode = 'filesystem' | 'block';
 
