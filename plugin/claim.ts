@@ -1,5 +1,6 @@
 // NodeDiskClaims in the plugin, the pure parts: the claim a command line asks for, the label selector
-// it names, what a claim's status says in words, and the pod snippet that uses a Bound claim's disk.
+// it names, what a claim's status says in words, and, for a Bound claim, the PersistentVolumeClaim a pod
+// uses instead (a claim reserves a disk; pods get theirs through the CSI driver, docs/adr/0040).
 // The commands are ./cmd/claim.ts, ./cmd/claims.ts and the claim/NAME form of ./cmd/status.ts.
 import { selectorWords } from '../api/claim-fit.ts';
 import { API_VERSION, CLAIM_CONDITION, CLAIM_KIND, CLAIM_SINGULAR, GROUP, MAX_NAME_LENGTH } from '../api/constants.ts';
@@ -131,44 +132,43 @@ export function claimReason(c: NodeDiskClaim): string {
 /** The line `claim --wait` prints once the claim is usable. */
 export const boundLine = (c: NodeDiskClaim): string => `${claimRef(c.metadata.name ?? '')} bound to ${c.status?.diskName ?? ''}: node ${c.status?.nodeName ?? ''}, path ${c.status?.path ?? ''}\n`;
 
-/** A YAML string scalar, quoted only when plain YAML would read it as something else. */
+/** A YAML string scalar, quoted only when plain YAML would read it as something else (a keyword, a number). */
 function scalar(v: string): string {
-  return /^[A-Za-z0-9/][-A-Za-z0-9_./]*$/.test(v) && !/^(true|false|yes|no|on|off|null|y|n|~)$/i.test(v) && !/^[0-9.]+$/.test(v) ? v : JSON.stringify(v);
+  return /^[A-Za-z0-9/][-A-Za-z0-9_./]*$/.test(v) && !/^(true|false|yes|no|on|off|null|y|n|~)$/i.test(v) && !/^[-+]?[0-9._]+([eE][-+]?[0-9]+)?$/.test(v) ? v : JSON.stringify(v);
+}
+
+/** The StorageClass the install ships for the CSI driver (kustomize/csi; the chart's storageClass.name). */
+export const STORAGE_CLASS = 'nodedisks';
+
+/** Bytes as the shortest exact binary quantity: 67108864 → 64Mi, 1000 → 1000. */
+function exactQuantity(bytes: number): string {
+  const units = ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi'];
+  let v = bytes;
+  let u = 0;
+  while (u < units.length - 1 && v >= 1024 && v % 1024 === 0) {
+    v /= 1024;
+    u++;
+  }
+  return `${v}${units[u]}`;
 }
 
 /**
- * What to put in a pod to use a Bound claim's disk: the pod goes to the claim's node (node affinity on the
- * Node's metadata.name: the scheduler still checks the node, which spec.nodeName would skip, and a
- * kubernetes.io/hostname label need not equal the node's name) and mounts
- * the disk image as a hostPath of type File, which the kubelet refuses to start without. YAML a person
- * pastes into the pod's spec.
+ * What a Bound claim's reader is told about pods: no pod mounts a claim's disk (the hostPath that did is
+ * refused by the baseline Pod Security Standard, and nothing tied the pod to the claim); a pod asks for a
+ * node-local disk with a PersistentVolumeClaim of the CSI driver's StorageClass. The PVC asks for what the
+ * claim asked (its minCapacity), else the size of the disk it got, so that it fits where the claim did.
+ * Loadable YAML, as kubectl create -f takes it; the comments say the rest.
  */
-export function podSnippet(c: NodeDiskClaim): string {
-  const node = scalar(c.status?.nodeName ?? '');
-  const path = scalar(c.status?.path ?? '');
-  const volume = scalar(`disk-${c.metadata.name ?? 'claim'}`.slice(0, 63).replace(/[^-a-z0-9]/g, '-'));
+export function pvcPointer(c: NodeDiskClaim): string {
+  const size = c.spec?.minCapacity ?? (c.status?.capacityBytes !== undefined ? exactQuantity(c.status.capacityBytes) : '1Gi');
   return [
-    `# Pod spec fields for ${claimRef(c.metadata.name ?? '')} (namespace ${c.metadata.namespace ?? ''}): disk ${c.status?.diskName ?? ''} on node ${c.status?.nodeName ?? ''}`,
-    'spec:',
-    '  affinity:',
-    '    nodeAffinity:',
-    '      requiredDuringSchedulingIgnoredDuringExecution:',
-    '        nodeSelectorTerms:',
-    '        - matchFields:',
-    '          - key: metadata.name',
-    '            operator: In',
-    '            values:',
-    `            - ${node}`,
-    '  volumes:',
-    `  - name: ${volume}`,
-    '    hostPath:',
-    `      path: ${path}`,
-    '      type: File',
-    '  containers:',
-    '  - name: app # your container',
-    '    volumeMounts:',
-    `    - name: ${volume}`,
-    `      mountPath: /disk/${scalar((c.status?.path ?? 'disk.img').split('/').pop() ?? 'disk.img')}`,
+    `# Pods do not mount a claim's disk. A pod gets a node-local disk through a PersistentVolumeClaim of`,
+    `# StorageClass ${STORAGE_CLASS}: its pod is scheduled where a free disk fits; deleting the PVC wipes the disk.`,
+    'apiVersion: v1',
+    'kind: PersistentVolumeClaim',
+    `metadata: {name: data, namespace: ${scalar(c.metadata.namespace ?? 'default')}}`,
+    `spec: {storageClassName: ${STORAGE_CLASS}, accessModes: [ReadWriteOnce], resources: {requests: {storage: ${scalar(size)}}}}`,
+    '# and in the pod: volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]',
     '',
   ].join('\n');
 }
@@ -202,7 +202,7 @@ export function claimAsks(c: NodeDiskClaim): string {
 }
 
 /**
- * `status claim/NAME`: why it is Pending; when Bound and Ready, where the disk is and the pod snippet.
+ * `status claim/NAME`: why it is Pending; when Bound and Ready, where the disk is and, for pods, the PVC.
  * `disks`: for a reader who may list NodeDisks, every disk counted by why it does not fit.
  */
 export function describeClaim(c: NodeDiskClaim, disks?: string): string {
@@ -219,5 +219,5 @@ export function describeClaim(c: NodeDiskClaim, disks?: string): string {
   }
   const width = Math.max(...lines.map(([k]) => k.length)) + 2;
   const head = `${c.metadata.name ?? ''} (namespace ${c.metadata.namespace ?? ''})\n${lines.map(([k, v]) => `  ${`${k}:`.padEnd(width)}${v}`).join('\n')}\n`;
-  return usable ? `${head}\n${podSnippet(c)}` : head;
+  return usable ? `${head}\n${pvcPointer(c)}` : head;
 }

@@ -1,7 +1,8 @@
-// The claim/NAME form of `kubectl nodedisks status` (./status.ts): a claim's words and pod snippet
-// (../claim.ts), one claim after the other, as `status NAME…` prints disks. A Pending claim's status says
-// only what the team's own filters ask; a reader who may also list NodeDisks gets every disk counted by
-// why it does not fit, as the controller judges it (api/claim-fit.ts).
+// The claim/NAME form of `kubectl nodedisks status` (./status.ts): a claim's words and, once Bound, the
+// PersistentVolumeClaim a pod would use instead (../claim.ts), one claim after the other, as `status
+// NAME…` prints disks. A Pending claim's status says only what the team's own filters ask; a reader who
+// may also list NodeDisks gets every disk counted by why it does not fit, as the controller judges it
+// (api/claim-fit.ts).
 import { type FitContext, disksFitLine, misfitCountsOf } from '../../api/claim-fit.ts';
 import type { NodeDiskClaim } from '../../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';

@@ -100,7 +100,7 @@ export const claimCommand: CommandSpec<ClaimArgs> = {
   description:
     'Create a NodeDiskClaim: the controller binds it to one free NodeDisk that matches (--node, --min-capacity, -l over NodeDisk labels, --disk), as a PVC binds a PV. ' +
     'Prints "nodediskclaim.localtest.example.com/NAME created", as kubectl create does. With --wait, returns once the claim is Bound and Ready (the marker is on the node) and prints the node and the disk image\'s path; ' +
-    'on --timeout it fails with the reason the claim is Pending. Show what to put in a pod with: kubectl nodedisks status claim/NAME.',
+    'on --timeout it fails with the reason the claim is Pending. A claim reserves a disk with no pod; a pod gets a node-local disk through a PersistentVolumeClaim of StorageClass nodedisks instead (kubectl nodedisks status claim/NAME shows one).',
   positionals: [{ name: 'name', describe: 'The claim name', required: true }],
   flags: {
     namespace: NAMESPACE_FLAG,

@@ -41,7 +41,7 @@ export const claimsCommand: CommandSpec<ClaimsArgs> = {
   summary: 'List NodeDiskClaims, exactly as kubectl get ndc prints them',
   description:
     "List the NodeDiskClaims of a namespace (by default the kubeconfig context's) or of all of them (-A), exactly as kubectl get nodediskclaims prints them: NAME STATUS DISK NODE CAPACITY AGE, and with -o wide the MESSAGE that says why a claim is Pending. " +
-    'Explain one claim, or show what to put in a pod, with: kubectl nodedisks status claim/NAME.',
+    'Explain one claim, and where its disk is, with: kubectl nodedisks status claim/NAME.',
   positionals: [],
   flags: {
     namespace: NAMESPACE_FLAG,

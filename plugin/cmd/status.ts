@@ -1,7 +1,7 @@
 // kubectl nodedisks status [NAME…]: per disk, desired vs reported vs the controller's view, in words;
 // with no name, a summary per node.
 import type { CommandSpec } from '../args.ts';
-import { AUTO_OWNER, CLAIM_OWNER_PREFIX, CONDITION, CORDONED_VALUE, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE, LABEL_CORDONED } from '../../api/constants.ts';
+import { AUTO_OWNER, CLAIM_OWNER_PREFIX, CONDITION, CORDONED_VALUE, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE, LABEL_CORDONED, PV_OWNER_PREFIX } from '../../api/constants.ts';
 import { claimGone } from '../../api/owner.ts';
 import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, heartbeatLeaseNode } from '../../api/heartbeat-lease.ts';
 import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
@@ -99,6 +99,11 @@ function owner(nd: NodeDisk): string {
       ? `reserved for ${claim}, which is gone: Released, the disk keeps its data; kubectl nodedisks release ${nd.metadata.name} wipes and frees it (--keep-data frees it with the data)`
       : `reserved for ${claim}`;
   }
+  if (d.owner?.startsWith(PV_OWNER_PREFIX)) {
+    // The CSI driver's: a person cannot release it, the volume's deletion does (docs/adr/0039).
+    const uid = d.ownerUID ? ` (PVC UID ${d.ownerUID})` : '';
+    return `reserved for PersistentVolume ${d.owner.slice(PV_OWNER_PREFIX.length)}${uid} by the CSI driver: released, wiped first, when the volume is deleted`;
+  }
   return d.owner ? `reserved by ${d.owner} (manual)` : 'reserved with no owner (manual)';
 }
 
@@ -161,7 +166,7 @@ export const statusCommand: CommandSpec<StatusArgs> = {
   name: 'status',
   summary: 'Explain disks: desired vs reported vs conditions; with no name, a summary per node',
   description:
-    "Explain NodeDisks, or NodeDiskClaims named claim/NAME, in words. For a claim: what it asks, and why it is Pending; once Bound and Ready, the node, the disk image's path and the pod spec fields (node affinity, hostPath volume) that use it. For a disk: what is desired and who holds the reservation, what the node agent reports and when it last did, whether it is cordoned, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing, failed and cordoned disks, free and reserved capacity, and agents that stopped reporting (judged by their heartbeat Leases, as the controller judges them), or GONE for a node the controller found gone.",
+    "Explain NodeDisks, or NodeDiskClaims named claim/NAME, in words. For a claim: what it asks, and why it is Pending; once Bound and Ready, the node, the disk and the disk image's path, and the PersistentVolumeClaim of StorageClass nodedisks through which a pod gets a node-local disk (no pod mounts a claim's disk). For a disk: what is desired and who holds the reservation, what the node agent reports and when it last did, whether it is cordoned, and why a disk is not Ready. With no name, a summary per node: disks, reservations, missing, failed and cordoned disks, free and reserved capacity, and agents that stopped reporting (judged by their heartbeat Leases, as the controller judges them), or GONE for a node the controller found gone.",
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
   flags: {
     ...SELECTION_FLAGS,
@@ -172,7 +177,7 @@ export const statusCommand: CommandSpec<StatusArgs> = {
   examples: [
     ['kubectl nodedisks status', 'Disks, reservations, free and reserved capacity per node'],
     ['kubectl nodedisks status node-disk-node-a-disk1', 'Why a disk is (not) Ready, who holds it, when its node last reported'],
-    ['kubectl nodedisks status claim/db -n team-a', 'Why a claim is Pending; once Bound, what to put in the pod'],
+    ['kubectl nodedisks status claim/db -n team-a', 'Why a claim is Pending; once Bound, where its disk is'],
   ],
   run: async (session: Session, args: StatusArgs): Promise<void> => {
     const staleMs = durationFlag(args['stale-after'] ?? '15m', '--stale-after');

@@ -80,7 +80,7 @@ test.after.always(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-test.serial('claim --wait returns once Bound and Ready and prints the node and path; status claim/NAME prints the pod snippet', async (t) => {
+test.serial('claim --wait returns once Bound and Ready and prints the node and path; status claim/NAME says where the disk is and points pods to a PVC, no hostPath', async (t) => {
   const r = await nd('claim', 'db', '-n', 'pclaim-a', '--node', NODE, '--min-capacity', '32Mi', '--wait', '--timeout', '60s');
   t.is(r.code, 0, r.stderr);
   const bound = await claims().get('pclaim-a', 'db');
@@ -96,24 +96,42 @@ test.serial('claim --wait returns once Bound and Ready and prints the node and p
     s.stdout,
     new RegExp(`^db \\(namespace pclaim-a\\)\\n  Asks: +node ${NODE}, at least 32Mi, reclaim policy Delete\\n  Status: +Bound to ${bound.status?.diskName} on node ${NODE}, Ready\\n`),
   );
-  // The snippet is YAML a person pastes into a pod: the claim's node, and its disk image as a File hostPath.
-  const snippet = load(s.stdout.slice(s.stdout.indexOf('# Pod spec fields'))) as { spec: { affinity: unknown; volumes: unknown[]; containers: { volumeMounts: { name: string }[] }[] } };
-  t.deepEqual(snippet.spec.affinity, {
-    nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: [NODE] }] }] } },
-  });
-  t.deepEqual(snippet.spec.volumes, [{ name: 'disk-db', hostPath: { path: bound.status?.path, type: 'File' } }]);
-  t.is(snippet.spec.containers[0]?.volumeMounts[0]?.name, 'disk-db');
-  // The server accepts it as a pod's spec (dry run: no kubelet here).
-  const pod = {
+  // No pod snippet any more (a hostPath pod is refused where baseline is enforced): the disk's place, then
+  // a PVC of StorageClass nodedisks for pods, which the API server takes as it is.
+  t.notRegex(s.stdout, /hostPath|nodeAffinity|Pod spec/);
+  t.true(s.stdout.includes(`  Path:     ${bound.status?.path}\n\n# Pods do not mount a claim's disk.`), s.stdout);
+  const pointer = s.stdout.slice(s.stdout.indexOf("# Pods do not mount a claim's disk."));
+  const pvc = load(pointer) as { kind: string; metadata: { namespace: string }; spec: { storageClassName: string; resources: { requests: { storage: string } } } };
+  t.like(pvc, { kind: 'PersistentVolumeClaim', metadata: { namespace: 'pclaim-a' }, spec: { storageClassName: 'nodedisks', resources: { requests: { storage: '32Mi' } } } });
+  const pvcFile = join(work, 'pvc.yaml');
+  writeFileSync(pvcFile, pointer);
+  const dry = await kubectl(['create', '--dry-run=server', '-f', pvcFile]);
+  t.is(dry.code, 0, dry.stderr);
+  t.is(dry.stdout, 'persistentvolumeclaim/data created (server dry run)\n');
+});
+
+test.serial("in a namespace that enforces baseline the API server takes a pod of the pointer's PVC and refuses the hostPath pod status used to print", async (t) => {
+  await controlPlane().kubectl(controlPlane().admin(), ['create', 'namespace', 'pclaim-baseline']);
+  await controlPlane().kubectl(controlPlane().admin(), ['label', 'namespace', 'pclaim-baseline', 'pod-security.kubernetes.io/enforce=baseline']);
+  const bound = await claims().get('pclaim-a', 'db');
+  t.is(bound.status?.phase, 'Bound');
+  const pod = (volume: Record<string, unknown>) => ({
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: 'uses-db', namespace: 'pclaim-a' },
-    spec: { ...snippet.spec, containers: [{ ...snippet.spec.containers[0], image: 'busybox' }] },
+    metadata: { name: 'app', namespace: 'pclaim-baseline' },
+    spec: { volumes: [{ name: 'data', ...volume }], containers: [{ name: 'app', image: 'busybox', volumeMounts: [{ name: 'data', mountPath: '/data' }] }] },
+  });
+  const dryRun = async (obj: unknown) => {
+    const file = join(work, 'baseline.json');
+    writeFileSync(file, JSON.stringify(obj));
+    return kubectl(['create', '--dry-run=server', '-f', file]);
   };
-  const podFile = join(work, 'pod.json');
-  writeFileSync(podFile, JSON.stringify(pod));
-  const dry = await kubectl(['create', '--dry-run=server', '-f', podFile]);
-  t.is(dry.code, 0, dry.stderr);
+  const withPvc = await dryRun(pod({ persistentVolumeClaim: { claimName: 'data' } }));
+  t.is(withPvc.code, 0, withPvc.stderr);
+  t.is(withPvc.stdout, 'pod/app created (server dry run)\n');
+  const withHostPath = await dryRun(pod({ hostPath: { path: bound.status?.path, type: 'File' } }));
+  t.not(withHostPath.code, 0, withHostPath.stdout);
+  t.regex(withHostPath.stderr, /violates PodSecurity "baseline:latest": hostPath volumes \(volume "data"\)/);
 });
 
 test.serial('a claim that cannot fit: --wait times out with the Pending line; status claim/NAME says why, with every disk counted only for a reader of NodeDisks', async (t) => {

@@ -1,10 +1,10 @@
 // The pure parts of the plugin's claim commands (plugin/claim.ts, plugin/cmd/claims.ts): the selector and
-// spec a command line means, the words of a claim's status, the pod snippet, the table rows, completion.
+// spec a command line means, the words of a claim's status, the PVC pointer for pods, the table rows, completion.
 import test from 'ava';
 import { load } from 'js-yaml';
 import type { NodeDiskClaim } from '../../api/v1alpha1/claim-types.ts';
 import { COMMANDS } from '../../plugin/cli.ts';
-import { claimFromFlags, claimName, claimReason, claimUsable, describeClaim, parseLabelSelector, podSnippet } from '../../plugin/claim.ts';
+import { claimFromFlags, claimName, claimReason, claimUsable, describeClaim, parseLabelSelector, pvcPointer } from '../../plugin/claim.ts';
 import { claimTableRows } from '../../plugin/cmd/claims.ts';
 import { complete } from '../../plugin/cmd/completion.ts';
 import type { CommandSpec } from '../../plugin/args.ts';
@@ -80,23 +80,40 @@ test('usable means Bound, Ready and observed; the reason line says what is missi
   t.is(claimReason(claim({ phase: 'Lost', message: 'NodeDisk x is gone' })), 'Lost: NodeDisk x is gone');
 });
 
-test('the pod snippet is YAML for a pod spec: the claim node by its name, the disk image a File hostPath', (t) => {
-  const doc = load(podSnippet(claim(BOUND))) as { spec: Record<string, unknown> };
-  t.deepEqual(doc.spec, {
-    affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-a'] }] }] } } },
-    volumes: [{ name: 'disk-db', hostPath: { path: '/var/lib/node-disks-manager/disks/disk1.img', type: 'File' } }],
-    containers: [{ name: 'app', volumeMounts: [{ name: 'disk-db', mountPath: '/disk/disk1.img' }] }],
-  });
-  // A node named like a YAML keyword stays a string.
-  const odd = load(podSnippet(claim({ ...BOUND, nodeName: 'true' }))) as {
-    spec: { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: { matchFields: { values: unknown[] }[] }[] } } } };
-  };
-  t.deepEqual(odd.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]!.matchFields[0]!.values, ['true']);
-  t.regex(
-    describeClaim(claim(BOUND)),
-    /^db \(namespace team-a\)\n {2}Asks: +any free disk, reclaim policy Delete\n {2}Status: +Bound to node-disk-node-a-disk1 on node node-a, Ready\n[\s\S]*\n\n# Pod spec fields/,
+test('a Bound and Ready claim is described by where its disk is and, for pods, a PersistentVolumeClaim of StorageClass nodedisks: no hostPath pod', (t) => {
+  const text = describeClaim(claim(BOUND, { minCapacity: '32Mi' }));
+  t.is(
+    text.slice(0, text.indexOf('\n\n') + 1),
+    [
+      'db (namespace team-a)',
+      '  Asks:     at least 32Mi, reclaim policy Delete',
+      '  Status:   Bound to node-disk-node-a-disk1 on node node-a, Ready',
+      '  Capacity: 67108864',
+      '  Path:     /var/lib/node-disks-manager/disks/disk1.img',
+      '',
+    ].join('\n'),
   );
-  t.notRegex(describeClaim(claim({ phase: 'Pending', message: 'm' })), /Pod spec/);
+  // Nothing of the old pod snippet: no hostPath, no node affinity, no pod spec to paste.
+  t.notRegex(text, /hostPath|nodeAffinity|matchFields|Pod spec|mountPath/);
+  // The pointer is a PVC kubectl create -f takes, asking for what the claim asked.
+  const pointer = text.slice(text.indexOf('\n\n') + 2);
+  t.regex(pointer, /^# Pods do not mount a claim's disk\. A pod gets a node-local disk through a PersistentVolumeClaim of\n# StorageClass nodedisks:/);
+  t.deepEqual(load(pointer), {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: 'data', namespace: 'team-a' },
+    spec: { storageClassName: 'nodedisks', accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '32Mi' } } },
+  });
+  t.regex(pointer, /\n# and in the pod: volumes: \[\{name: data, persistentVolumeClaim: \{claimName: data\}\}\]\n$/);
+  // A claim that asked no size: the PVC asks for the size of the disk the claim got, exactly, as a string.
+  const sizes = (status: NodeDiskClaim['status']) => (load(pvcPointer(claim(status))) as { spec: { resources: { requests: { storage: unknown } } } }).spec.resources.requests.storage;
+  t.is(sizes(BOUND), '64Mi');
+  t.is(sizes({ ...BOUND, capacityBytes: 1000 }), '1000', 'a number of bytes stays a string');
+  t.is(sizes({ ...BOUND, capacityBytes: 3 * 2 ** 30 + 2 ** 20 }), '3073Mi');
+  // Not usable: no pointer either, only the reason.
+  t.notRegex(describeClaim(claim({ phase: 'Pending', message: 'm' })), /PersistentVolumeClaim|hostPath/);
+  const notReady = { ...BOUND, conditions: [BOUND!.conditions![0]!, { ...BOUND!.conditions![1]!, status: 'False' as const, reason: 'MarkerPending', message: 'waiting' }] };
+  t.notRegex(describeClaim(claim(notReady)), /PersistentVolumeClaim/);
 });
 
 test('claim/NAME and the other kind prefixes kubectl takes name a claim; plain names do not', (t) => {
