@@ -22,9 +22,10 @@ import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBinaries, ensureNodeBinaries, type ControlPlaneBinaries, type NodeBinaries } from '../controlplane/binaries.ts';
+import { ensureCsiProvisioner } from '../csi/tools.ts';
 import { ServerProcess } from '../lib/process.ts';
 import { createCgroup, killCgroupProcesses, mkdirRecorded, readSysctls, restoreSysctls, sh, sleep } from './host.ts';
-import { buildImages } from './images.ts';
+import { buildCsiImages, buildImages } from './images.ts';
 import { buildNetwork } from './network.ts';
 import { apiserverArgs, controllerManagerArgs, etcdArgs, schedulerArgs } from './controlplane-args.ts';
 import { containerdConfig, kubeletConfig } from './node-config.ts';
@@ -53,6 +54,8 @@ export class Cluster {
   private adminToken = '';
   cp!: ControlPlaneBinaries;
   nb!: NodeBinaries;
+  /** The csi-provisioner binary its image is built from. */
+  csiProvisioner = '';
   kubeconfig = '';
   server = '';
   figures: Record<string, string> = {};
@@ -296,12 +299,15 @@ export class Cluster {
     await mkdir(imageDir, { recursive: true });
     const files: string[] = [];
     this.lastImages = [];
-    for (const img of await buildImages(this.nb.pause)) {
-      const f = join(imageDir, `${img.name.replace(/[/:]/g, '_')}.tar`);
-      await writeArchive(img, f);
-      files.push(f);
-      this.lastImages.push(`${img.name}@${img.digest}`);
-      this.log(`image ${img.name} ${img.digest} (${(img.layerBytes / 1024 / 1024).toFixed(1)} MiB uncompressed)`);
+    // Two batches, so that only one batch's buffers are held at a time.
+    for (const batch of [() => buildImages(this.nb.pause), () => buildCsiImages(this.csiProvisioner)]) {
+      for (const img of await batch()) {
+        const f = join(imageDir, `${img.name.replace(/[/:]/g, '_')}.tar`);
+        await writeArchive(img, f);
+        files.push(f);
+        this.lastImages.push(`${img.name}@${img.digest}`);
+        this.log(`image ${img.name} ${img.digest} (${(img.layerBytes / 1024 / 1024).toFixed(1)} MiB uncompressed)`);
+      }
     }
     return files;
   }
@@ -321,6 +327,7 @@ export class Cluster {
   async up(): Promise<void> {
     const t0 = Date.now();
     [this.cp, this.nb] = [await ensureBinaries(this.log), await ensureNodeBinaries(this.log)];
+    this.csiProvisioner = await ensureCsiProvisioner(this.log);
     await this.network();
     const files = await this.writeImages();
     const tcp = Date.now();
