@@ -1,10 +1,12 @@
 // `npm run setup [-- NAME…]`: optional. Builds now, instead of on first use, what the commands build
 // from Go modules: the control plane (npm start, npm test), the health-check runner, helm, krew and
-// Prometheus' text parser and PromQL parser (npm test); and fetches promtool and prometheus (Debian's
+// Prometheus' text parser and PromQL parser (npm test), csi-sanity (the CSI driver's conformance tests)
+// and csi-provisioner (the local cluster's CSI sidecar); and fetches promtool and prometheus (Debian's
 // prometheus package, npm test).
-//   node hack/setup.ts                    all seven
+//   node hack/setup.ts                    all nine
 //   node hack/setup.ts krew healthcheck   only those
 import { ensureBinaries } from './controlplane/binaries.ts';
+import { ensureCsiProvisioner, ensureCsiSanity } from './csi/tools.ts';
 import { ensureHealthcheck } from './healthcheck/healthcheck.ts';
 import { ensureHelm } from './helm/helm.ts';
 import { ensureKrew, ensureValidateKrewManifest } from './krew/krew.ts';
@@ -17,6 +19,8 @@ const tools: Record<string, () => Promise<string>> = {
     const b = await ensureBinaries();
     return `Kubernetes ${b.kubernetesVersion}, etcd ${b.etcdVersion} (${b.source}: ${b.dir})`;
   },
+  'csi-provisioner': () => ensureCsiProvisioner(),
+  'csi-sanity': () => ensureCsiSanity(),
   healthcheck: () => ensureHealthcheck(),
   helm: () => ensureHelm(),
   krew: async () => `${await ensureKrew()} and ${await ensureValidateKrewManifest()}`,

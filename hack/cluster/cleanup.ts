@@ -20,7 +20,7 @@ if (isAlive(state)) {
 }
 const after = readState();
 const problems = after ? await undo(after, (line) => console.log(line)) : [];
-const left = await leftovers(state.sysctls);
+const left = await leftovers(state.sysctls, state.dataDir);
 for (const p of [...problems, ...left]) console.error(`error: ${p}`);
 if (problems.length || left.length) process.exit(1);
-console.log('no local cluster left: no namespace, cgroup, mount or changed kernel setting.');
+console.log('no local cluster left: no namespace, cgroup, mount, loop device or changed kernel setting.');

@@ -22,9 +22,11 @@ import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBinaries, ensureNodeBinaries, type ControlPlaneBinaries, type NodeBinaries } from '../controlplane/binaries.ts';
+import { ensureCsiProvisioner } from '../csi/tools.ts';
 import { ServerProcess } from '../lib/process.ts';
 import { createCgroup, killCgroupProcesses, mkdirRecorded, readSysctls, restoreSysctls, sh, sleep } from './host.ts';
-import { buildImages } from './images.ts';
+import { buildCsiImages, buildImages } from './images.ts';
+import { holderCommand, SHARED_PATHS } from './holder.ts';
 import { buildNetwork } from './network.ts';
 import { apiserverArgs, controllerManagerArgs, etcdArgs, schedulerArgs } from './controlplane-args.ts';
 import { containerdConfig, kubeletConfig } from './node-config.ts';
@@ -32,7 +34,7 @@ import { writeArchive } from './oci.ts';
 import { makePki, writeKubeconfig } from './pki.ts';
 import { splice } from './splice.ts';
 import { processStart, saveState, type ClusterState } from './state.ts';
-import { API_ADDRESS, API_PORT, CP_CGROUP, holderPid, NODE_MOUNTS, NODE_NAMES, type NodeSpec, nodeSpec, SWITCH_NS } from './topology.ts';
+import { API_ADDRESS, API_PORT, CP_CGROUP, holderPid, KUBELET_PLUGIN_DIRS, NODE_MOUNTS, NODE_NAMES, type NodeSpec, nodeSpec, SWITCH_NS } from './topology.ts';
 
 const ENTER = fileURLToPath(new URL('./enter.sh', import.meta.url));
 const RELAY = fileURLToPath(new URL('./relay.ts', import.meta.url));
@@ -53,6 +55,8 @@ export class Cluster {
   private adminToken = '';
   cp!: ControlPlaneBinaries;
   nb!: NodeBinaries;
+  /** The csi-provisioner binary its image is built from. */
+  csiProvisioner = '';
   kubeconfig = '';
   server = '';
   figures: Record<string, string> = {};
@@ -181,7 +185,7 @@ export class Cluster {
   // ---- nodes -----------------------------------------------------------------------------------
 
   async startNode(n: NodeSpec): Promise<void> {
-    for (const sub of ['cni', 'volume-plugins', 'cert', ...NODE_MOUNTS.map(([, s]) => s)]) await mkdir(join(n.dir, sub), { recursive: true });
+    for (const sub of ['cni', 'volume-plugins', 'cert', ...NODE_MOUNTS.map(([, s]) => s), ...KUBELET_PLUGIN_DIRS]) await mkdir(join(n.dir, sub), { recursive: true });
     await mkdir(join(n.dir, 'node-disks-manager', 'disks'), { recursive: true });
     await writeFile(join(n.dir, 'cni', '10-loopback.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'loopback', plugins: [{ type: 'loopback' }] }));
     await writeFile(join(n.dir, 'containerd.toml'), containerdConfig(n));
@@ -192,19 +196,11 @@ export class Cluster {
     }
     await this.addCgroup(n.cgroup);
     // The holder: the node's mount namespace (private: nothing propagates to the host) with its own
-    // dirs over the hard-coded paths; every node process enters it with nsenter.
-    const binds = NODE_MOUNTS.map(([host, sub]) => `mount --bind '${join(n.dir, sub)}' '${host}'`).join(' && ');
+    // dirs over the hard-coded paths, the kubelet's shared within it (holder.ts); every node process
+    // enters it with nsenter.
     const pidFile = join(n.dir, 'holder.pid');
-    this.start(`holder-${n.short}`, n.cgroup, `netns:${n.netns}`, [
-      'unshare',
-      '--mount',
-      '--propagation',
-      'private',
-      '--',
-      'sh',
-      '-c',
-      `${binds} && echo $$ > '${pidFile}' && exec sleep infinity`,
-    ]);
+    const mounts = NODE_MOUNTS.map(([host, sub]): [string, string] => [host, join(n.dir, sub)]);
+    this.start(`holder-${n.short}`, n.cgroup, `netns:${n.netns}`, holderCommand(mounts, SHARED_PATHS, pidFile));
     await this.until(`the holder of ${n.name} is up`, 20_000, async () => existsSync(pidFile));
     await this.startDaemons(n);
   }
@@ -296,12 +292,15 @@ export class Cluster {
     await mkdir(imageDir, { recursive: true });
     const files: string[] = [];
     this.lastImages = [];
-    for (const img of await buildImages(this.nb.pause)) {
-      const f = join(imageDir, `${img.name.replace(/[/:]/g, '_')}.tar`);
-      await writeArchive(img, f);
-      files.push(f);
-      this.lastImages.push(`${img.name}@${img.digest}`);
-      this.log(`image ${img.name} ${img.digest} (${(img.layerBytes / 1024 / 1024).toFixed(1)} MiB uncompressed)`);
+    // Two batches, so that only one batch's buffers are held at a time.
+    for (const batch of [() => buildImages(this.nb.pause), () => buildCsiImages(this.csiProvisioner)]) {
+      for (const img of await batch()) {
+        const f = join(imageDir, `${img.name.replace(/[/:]/g, '_')}.tar`);
+        await writeArchive(img, f);
+        files.push(f);
+        this.lastImages.push(`${img.name}@${img.digest}`);
+        this.log(`image ${img.name} ${img.digest} (${(img.layerBytes / 1024 / 1024).toFixed(1)} MiB uncompressed)`);
+      }
     }
     return files;
   }
@@ -321,6 +320,7 @@ export class Cluster {
   async up(): Promise<void> {
     const t0 = Date.now();
     [this.cp, this.nb] = [await ensureBinaries(this.log), await ensureNodeBinaries(this.log)];
+    this.csiProvisioner = await ensureCsiProvisioner(this.log);
     await this.network();
     const files = await this.writeImages();
     const tcp = Date.now();

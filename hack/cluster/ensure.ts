@@ -2,6 +2,7 @@
 // that the e2e tests' deadlines measure the cluster, not a cold Go build (many minutes, ADR 16); and
 // refuses early, with the reason, when not run as root.
 import { ensureBinaries, ensureNodeBinaries } from '../controlplane/binaries.ts';
+import { ensureCsiProvisioner } from '../csi/tools.ts';
 import { ensureHelm, helmVersions } from '../helm/helm.ts';
 
 if (process.getuid?.() !== 0) {
@@ -12,10 +13,12 @@ try {
   const started = Date.now();
   const cp = await ensureBinaries();
   const nb = await ensureNodeBinaries();
+  // The local cluster's csi-provisioner:dev image is built from it.
+  const provisioner = await ensureCsiProvisioner();
   // test/e2e/helm.test.ts and `npm run cluster -- --install=helm` use the pinned helm.
   await ensureHelm();
   console.error(
-    `local cluster binaries: Kubernetes ${nb.kubernetesVersion} (control plane ${cp.source}, node binaries ${nb.source}: ${nb.dir}), helm ${(await helmVersions()).helm} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    `local cluster binaries: Kubernetes ${nb.kubernetesVersion} (control plane ${cp.source}, node binaries ${nb.source}: ${nb.dir}), helm ${(await helmVersions()).helm}, ${provisioner} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
 } catch (err) {
   console.error(`error: ${(err as Error).message}`);

@@ -3,11 +3,15 @@
 // and the shared libraries it links, from this Debian 12 host: the same base as
 // distroless/nodejs24-debian12), <distDir>/ and LICENSE in APP_DIR, its user and entrypoint; plus
 // pause, the pod sandbox process (hack/controlplane/pause), since registry.k8s.io cannot be pulled.
+// The CSI images (buildCsiImages) are built only for the cluster: the driver's, the Node runtime and
+// dist/csi with this host's losetup, mount, mkfs.ext4 & co. and their libraries; and csi-provisioner's,
+// the binary built from its module (hack/csi/tools.ts), as its upstream image has it.
 
+import { existsSync } from 'node:fs';
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { REPO_ROOT } from '../lib/paths.ts';
-import { APP_DIR, ENV, IMAGES, LEGAL_FILES, NODE_PATH, entrypoint } from '../lib/image-spec.ts';
+import { APP_DIR, CSI_IMAGE, ENV, IMAGES, LEGAL_FILES, NODE_PATH, entrypoint } from '../lib/image-spec.ts';
 import { sh } from './host.ts';
 import { ociArchive, type BuiltImage, type Entry } from './oci.ts';
 
@@ -16,6 +20,8 @@ export const IMAGE_TAG = 'dev';
 /** The name the overlay asks for: kustomize/overlays/local-cluster, or the chart with repository <name>. */
 export const imageRef = (name: string) => `docker.io/library/${name}:${IMAGE_TAG}`;
 export const PAUSE_IMAGE = 'localhost/nodedisks-pause:1';
+/** The local cluster's csi-provisioner (the overlay's `csi-provisioner:dev`), in place of registry.k8s.io's. */
+export const CSI_PROVISIONER_IMAGE = imageRef('csi-provisioner');
 
 async function fileEntry(hostPath: string, imagePath: string, mode?: number): Promise<Entry> {
   const real = await realpath(hostPath);
@@ -33,15 +39,30 @@ async function treeEntries(hostDir: string, imageDir: string): Promise<Entry[]> 
   return out;
 }
 
-/** The Node binary and every shared library it loads, at the paths its dynamic loader looks for them. */
-async function nodeRuntime(): Promise<Entry[]> {
-  const node = await realpath(join(REPO_ROOT, 'node_modules', '.bin', 'node'));
-  const out: Entry[] = [await fileEntry(node, NODE_PATH.slice(1), 0o755)];
-  for (const line of (await sh('ldd', [node])).split('\n')) {
+/** Every shared library a host binary loads, at the paths its dynamic loader looks for them. */
+async function libraries(binary: string): Promise<Entry[]> {
+  const out: Entry[] = [];
+  for (const line of (await sh('ldd', [binary])).split('\n')) {
     const m = /(?:=>\s*)?(\/\S+)\s+\(0x/.exec(line);
     if (m?.[1]) out.push(await fileEntry(m[1], m[1].slice(1), 0o755));
   }
   return out;
+}
+
+/** The Node binary and every shared library it loads. */
+async function nodeRuntime(): Promise<Entry[]> {
+  const node = await realpath(join(REPO_ROOT, 'node_modules', '.bin', 'node'));
+  return [await fileEntry(node, NODE_PATH.slice(1), 0o755), ...(await libraries(node))];
+}
+
+/** One entry per path, the first one kept: a library two binaries load is in the image once. */
+function unique(entries: Entry[]): Entry[] {
+  const seen = new Set<string>();
+  return entries.filter((e) => {
+    if (seen.has(e.path)) return false;
+    seen.add(e.path);
+    return true;
+  });
 }
 
 function base(): Entry[] {
@@ -73,4 +94,61 @@ export async function buildImages(pauseBinary: string): Promise<BuiltImage[]> {
   }
   built.push(ociArchive(PAUSE_IMAGE, [await fileEntry(pauseBinary, 'pause', 0o755)], { entrypoint: ['/pause'], user: '65535:65535', env: [] }));
   return built;
+}
+
+/**
+ * The node side's tools from this host (Debian 12, as the Dockerfile's base), at their paths there, with
+ * their libraries, other names and configuration files. A missing required tool fails the build, naming
+ * the Debian package to install.
+ */
+async function csiTools(): Promise<Entry[]> {
+  const missing = CSI_IMAGE.tools.filter((f) => !existsSync(f));
+  if (missing.length) {
+    throw new Error(`the node-disks-csi image takes ${missing.join(', ')} from this host, which lacks them: apt-get install ${CSI_IMAGE.packages.join(' ')}`);
+  }
+  const tools = [...CSI_IMAGE.tools, ...CSI_IMAGE.optionalTools.filter((f) => existsSync(f))];
+  const out: Entry[] = [];
+  for (const tool of tools) out.push(await fileEntry(tool, tool.slice(1), 0o755), ...(await libraries(tool)));
+  for (const [link, target] of CSI_IMAGE.links) {
+    if (tools.includes(join(link, '..', target))) out.push({ path: link.slice(1), type: 'symlink', target });
+  }
+  for (const f of CSI_IMAGE.files) out.push(await fileEntry(f, f.slice(1), 0o644));
+  return out;
+}
+
+/** dist/csi/ as it is (the bundle and whatever it ships beside it); refused when the bundle is not there. */
+async function csiDist(root: string): Promise<Entry[]> {
+  const dir = join(root, CSI_IMAGE.distDir);
+  const app = APP_DIR.slice(1);
+  const entries = existsSync(dir) ? await treeEntries(dir, app) : [];
+  const build = `npm run build writes ${CSI_IMAGE.distDir}/${CSI_IMAGE.main}`;
+  if (entries.length === 0) throw new Error(`the node-disks-csi image is built from ${CSI_IMAGE.distDir}/, which is empty or missing (${build})`);
+  if (!entries.some((e) => e.path === `${app}/${CSI_IMAGE.main}`)) {
+    throw new Error(`the node-disks-csi image starts ${APP_DIR}/${CSI_IMAGE.main}, which ${CSI_IMAGE.distDir}/ lacks (it has ${entries.map((e) => relative(app, e.path)).join(', ')}; ${build})`);
+  }
+  return entries;
+}
+
+/**
+ * The CSI driver's image and csi-provisioner's, for the local cluster only (npm test builds neither);
+ * `root` is where dist/ is (a test's own).
+ */
+export async function buildCsiImages(provisionerBinary: string, root = REPO_ROOT): Promise<BuiltImage[]> {
+  // dist/csi first: a missing bundle is refused before seconds of hashing.
+  const dist = await csiDist(root);
+  const legal = await Promise.all(LEGAL_FILES.map((f) => fileEntry(join(root, f), `${APP_DIR.slice(1)}/${f}`, 0o644)));
+  const csi = ociArchive(imageRef(CSI_IMAGE.name), unique([...base(), ...(await nodeRuntime()), ...(await csiTools()), ...legal, ...dist]), {
+    entrypoint: [NODE_PATH, `${APP_DIR}/${CSI_IMAGE.main}`],
+    user: CSI_IMAGE.user,
+    env: ENV,
+    workingDir: APP_DIR,
+    exposedPorts: [`${CSI_IMAGE.port}/tcp`],
+  });
+  // As its upstream image (distroless static, root): the one static binary as the entrypoint.
+  const provisioner = ociArchive(CSI_PROVISIONER_IMAGE, [...base(), await fileEntry(provisionerBinary, 'csi-provisioner', 0o755)], {
+    entrypoint: ['/csi-provisioner'],
+    user: '0:0',
+    env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
+  });
+  return [csi, provisioner];
 }

@@ -115,9 +115,9 @@ async function main(): Promise<number> {
       await cluster.stopProcesses();
       const problems = await undo(cluster.state, say);
       for (const p of problems) console.error(`error: ${p}`);
-      const left = await leftovers(cluster.state.sysctls);
+      const left = await leftovers(cluster.state.sysctls, cluster.state.dataDir);
       if (left.length) console.error(`error: left behind:\n  ${left.join('\n  ')}`);
-      else say('torn down: no namespace, cgroup, mount or changed kernel setting left.');
+      else say('torn down: no namespace, cgroup, mount, loop device or changed kernel setting left.');
     })();
     await stopping;
   };

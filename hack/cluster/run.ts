@@ -15,7 +15,7 @@ const MAIN = join(REPO_ROOT, 'hack', 'cluster', 'main.ts');
 const SSH = join(REPO_ROOT, 'hack', 'cluster', 'ssh.ts');
 const NODE = join(REPO_ROOT, 'hack', 'cluster', 'node.ts');
 export const UP = 'Ctrl-C here stops it';
-export const TORN_DOWN = /torn down: no namespace, cgroup, mount or changed kernel setting left\./;
+export const TORN_DOWN = /torn down: no namespace, cgroup, mount, loop device or changed kernel setting left\./;
 
 export interface Run {
   child: ChildProcess;
@@ -84,8 +84,9 @@ export async function interruptAndCheckTornDown(t: ExecutionContext, run: Run, b
   await assertNothingLeft(t, before);
 }
 
-export async function assertNothingLeft(t: ExecutionContext, before: Record<string, string>): Promise<void> {
-  t.deepEqual(await leftovers(before), []);
+/** `dataDir`, when given, finds the loop devices of its node dirs by their files too (loops.ts). */
+export async function assertNothingLeft(t: ExecutionContext, before: Record<string, string>, dataDir?: string): Promise<void> {
+  t.deepEqual(await leftovers(before, dataDir), []);
   t.deepEqual(await readSysctls(), before);
   // A shim killed with its cluster lingers a moment as a zombie until its new parent reaps it: poll, and
   // fail only if a matching process is still there after a generous wait.

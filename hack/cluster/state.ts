@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { deleteNetns, killAndRemoveCgroup, readSysctls, removeCreatedDirs, restoreSysctls, sh } from './host.ts';
+import { describe, listLoops, loopsIn, mountsIn, releaseDevicesIn } from './loops.ts';
 
 /** Fixed: there is one local cluster per machine (its namespace and cgroup names are fixed). */
 export const STATE_FILE = '/run/nodedisks-cluster.json';
@@ -45,10 +46,14 @@ export function isAlive(state: ClusterState): boolean {
   return processStart(state.pid) === state.pidStart;
 }
 
+/** The nodes' own dirs: their disk images, which the CSI node plugin attaches to loop devices. */
+export const nodesDir = (dataDir: string) => join(dataDir, 'nodes');
+
 /**
  * Undoes everything the state records: every process in our cgroups (nodes first, then the control
- * plane), the cgroups, the network namespaces (their links go with them), the directories we created,
- * the kernel settings. Each step goes on when an earlier one failed; returns what could not be undone.
+ * plane), the cgroups, the network namespaces (their links go with them), the mounts and loop devices
+ * of the node dirs, the directories we created, the kernel settings. Each step goes on when an earlier
+ * one failed; returns what could not be undone.
  */
 export async function undo(state: ClusterState, log: (line: string) => void): Promise<string[]> {
   const problems: string[] = [];
@@ -61,6 +66,16 @@ export async function undo(state: ClusterState, log: (line: string) => void): Pr
   };
   for (const cg of [...state.cgroups].reverse()) await attempt(`cgroup /${cg}`, () => killAndRemoveCgroup(cg, log));
   for (const ns of [...state.netns].reverse()) await attempt(`netns ${ns}`, () => deleteNetns(ns));
+  // After the processes: their mount namespaces are gone, so no mount holds a loop device open any more.
+  let devicesReleased = true;
+  await attempt('node devices', async () => {
+    try {
+      await releaseDevicesIn([nodesDir(state.dataDir)], log);
+    } catch (err) {
+      devicesReleased = false;
+      throw err;
+    }
+  });
   await attempt('directories', () => removeCreatedDirs(state.createdDirs, log));
   await attempt('kernel settings', async () => {
     const changed = await restoreSysctls(state.sysctls);
@@ -69,6 +84,11 @@ export async function undo(state: ClusterState, log: (line: string) => void): Pr
   // Everything in the data dir but the logs (kept for a look after the fact): node dirs, etcd, images, pki.
   await attempt('data', async () => {
     for (const entry of await readdir(state.dataDir).catch(() => [] as string[])) {
+      // The node dirs stay while a loop device is backed there: the next cleanup finds it by them.
+      if (entry === 'nodes' && !devicesReleased) {
+        log(`kept ${nodesDir(state.dataDir)}: loop devices are backed by files in it`);
+        continue;
+      }
       if (entry !== 'logs') await rm(join(state.dataDir, entry), { recursive: true, force: true });
     }
   });
@@ -76,8 +96,12 @@ export async function undo(state: ClusterState, log: (line: string) => void): Pr
   return problems;
 }
 
-/** What is left of a cluster on this host: namespaces, cgroups, mounts, changed kernel settings. */
-export async function leftovers(saved: Record<string, string>): Promise<string[]> {
+/**
+ * What is left of a cluster on this host: namespaces, cgroups, mounts, loop devices, changed kernel
+ * settings. Mounts and loop devices are found by name (a path with "nodedisks-cluster", the default data
+ * dir's and the e2e tests' ones) and, given the data dir, by the node dirs' files (loops.ts).
+ */
+export async function leftovers(saved: Record<string, string>, dataDir?: string): Promise<string[]> {
   const left: string[] = [];
   const netns = (await sh('ip', ['netns', 'list'])).split('\n').filter((l) => l.startsWith('ndc-'));
   left.push(...netns.map((n) => `netns ${n}`));
@@ -86,6 +110,10 @@ export async function leftovers(saved: Record<string, string>): Promise<string[]
   }
   const mounts = (await readFile('/proc/self/mounts', 'utf8')).split('\n').filter((l) => l.includes('nodedisks-cluster') || l.includes('/run/netns/ndc-'));
   left.push(...mounts.map((m) => `mount ${m}`));
+  const nodes = dataDir ? [nodesDir(dataDir)] : [];
+  for (const m of await mountsIn(nodes)) if (!mounts.some((l) => l.split(' ')[1] === m)) left.push(`mount ${m}`);
+  const loops = [...(await loopsIn(nodes)), ...(await listLoops()).filter((d) => d.backFile.includes('nodedisks-cluster'))];
+  left.push(...[...new Map(loops.map((d) => [d.name, d])).values()].map((d) => `loop device ${describe(d)}`));
   const now = await readSysctls();
   for (const [k, v] of Object.entries(saved)) if (now[k] !== v) left.push(`${k.replaceAll('/', '.')} is ${now[k]}, was ${v}`);
   return left;

@@ -39,6 +39,13 @@ export const NODE_MOUNTS: [hostPath: string, nodeSubdir: string][] = [
   ['/var/lib/node-disks-manager', 'node-disks-manager'],
 ];
 
+/**
+ * The kubelet's plugin dirs, in a node's dir (its /var/lib/kubelet): a CSI node plugin's socket goes under
+ * plugins/, its registration socket in plugins_registry/, which the kubelet's plugin watcher watches.
+ * Made before the kubelet starts, so the DaemonSet's hostPath volumes find them on the first pod.
+ */
+export const KUBELET_PLUGIN_DIRS = ['kubelet/plugins_registry', 'kubelet/plugins'];
+
 export function holderPid(node: NodeSpec): number {
   return Number(readFileSync(join(node.dir, 'holder.pid'), 'utf8').trim());
 }

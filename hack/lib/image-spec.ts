@@ -67,3 +67,52 @@ export function entrypoint(img: ImageSpec): string[] {
 }
 
 export const ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/nodejs/bin', 'NODE_ENV=production'];
+
+/**
+ * The CSI driver's image: one program for both sides (`node-disks-csi controller|node`). The node side
+ * attaches disk images to loop devices, formats and mounts them, with Debian's own tools, so the base is
+ * Debian 12 slim with those packages rather than distroless; the Node binary is the build stage's.
+ */
+export interface CsiImageSpec {
+  target: 'node-disks-csi';
+  name: string;
+  distDir: string;
+  main: string;
+  user: string;
+  port: number;
+  /** The run stage's base: Debian 12, the distribution of the distroless images and of the build stage. */
+  base: string;
+  /** Debian packages the Dockerfile installs: what provides `tools`. */
+  packages: readonly string[];
+  /** The programs the node side runs, at their Debian 12 paths (the local cluster copies this host's, with the libraries ldd names). */
+  tools: readonly string[];
+  /** Copied too when this host has them; the node side works without. */
+  optionalTools: readonly string[];
+  /** Other names of a tool: [link, what it points to], both in the same folder. */
+  links: readonly (readonly [link: string, target: string])[];
+  /** Configuration files the tools read (mke2fs.conf: the ext4 defaults mkfs.ext4 formats with). */
+  files: readonly string[];
+  why: string;
+}
+
+export const CSI_IMAGE: CsiImageSpec = {
+  target: 'node-disks-csi',
+  name: 'node-disks-csi',
+  distDir: 'dist/csi',
+  main: 'node-disks-csi.mjs',
+  user: '0:0',
+  port: 8082,
+  base: 'debian:bookworm-slim',
+  packages: ['mount', 'util-linux', 'e2fsprogs'],
+  tools: ['/usr/sbin/losetup', '/usr/bin/mount', '/usr/bin/umount', '/usr/sbin/blkid', '/usr/sbin/mke2fs'],
+  optionalTools: ['/usr/sbin/e2fsck'],
+  links: [
+    ['/usr/sbin/mkfs.ext4', 'mke2fs'],
+    ['/usr/sbin/fsck.ext4', 'e2fsck'],
+  ],
+  files: ['/etc/mke2fs.conf'],
+  why:
+    'The CSI driver, both sides in one program. Its node side runs as UID 0 in a privileged container: it\n' +
+    "attaches disk images to loop devices and mounts them (Debian's util-linux and e2fsprogs, hence a\n" +
+    'Debian base); the controller side only talks to the API server and the provisioner sidecar.',
+};

@@ -13,7 +13,7 @@ const { dataDir, env } = clusterEnv();
 const before = await readSysctls();
 test.after.always(() => rmSync(dataDir, { recursive: true, force: true }));
 const startCluster = (args: string[] = []) => start(env, args);
-const assertNothingLeft = (t: import('ava').ExecutionContext) => nothingLeft(t, before);
+const assertNothingLeft = (t: import('ava').ExecutionContext) => nothingLeft(t, before, dataDir);
 
 test.serial('the cluster runs NodeDisks as pods on three nodes, refuses a second start, and Ctrl-C leaves nothing behind', async (t) => {
   t.timeout(20 * 60_000);
@@ -44,7 +44,7 @@ test.serial('the cluster runs NodeDisks as pods on three nodes, refuses a second
     run.child.kill('SIGINT');
   }
   t.is(await run.exited, 0);
-  t.regex(run.output(), /torn down: no namespace, cgroup, mount or changed kernel setting left\./);
+  t.regex(run.output(), /torn down: no namespace, cgroup, mount, loop device or changed kernel setting left\./);
   await assertNothingLeft(t);
 });
 
@@ -55,7 +55,7 @@ test.serial('Ctrl-C while the nodes start tears down what was made so far', asyn
   await new Promise((r) => setTimeout(r, 10_000)); // the control plane and some nodes are starting
   run.child.kill('SIGINT');
   t.is(await run.exited, 0);
-  t.regex(run.output(), /torn down: no namespace, cgroup, mount or changed kernel setting left\./);
+  t.regex(run.output(), /torn down: no namespace, cgroup, mount, loop device or changed kernel setting left\./);
   await assertNothingLeft(t);
 });
 

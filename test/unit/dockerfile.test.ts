@@ -3,7 +3,7 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { DOCKERFILE, renderDockerfile } from '../../hack/dockerfile.ts';
-import { IMAGES } from '../../hack/lib/image-spec.ts';
+import { CSI_IMAGE, IMAGES } from '../../hack/lib/image-spec.ts';
 
 test('the committed Dockerfile is the one generated from image-spec.ts (run node hack/dockerfile.ts after editing it)', (t) => {
   t.is(readFileSync(DOCKERFILE, 'utf8'), renderDockerfile());
@@ -25,4 +25,16 @@ test('the controller image starts node with half the memory limit as heap (docs/
 
 test('the agent image starts node optimizing for size, the one V8 flag NODE_OPTIONS refuses (docs/adr/0006)', (t) => {
   t.deepEqual(IMAGES.find((i) => i.target === 'agent')?.nodeFlags, ['--optimize-for-size']);
+});
+
+test('the CSI driver target: Debian slim with the packages of its tools, the build stage’s Node 24, dist/csi, root, node-disks-csi.mjs', (t) => {
+  const text = renderDockerfile();
+  t.regex(text, /^COPY csi \.\/csi$/m, 'the build stage has the driver’s sources');
+  const stage = text.slice(text.indexOf(`FROM ${CSI_IMAGE.base} AS node-disks-csi\n`));
+  t.not(stage, '', 'no node-disks-csi stage');
+  t.regex(stage, /apt-get install -y --no-install-recommends mount util-linux e2fsprogs/);
+  t.regex(stage, /^COPY --from=build \/usr\/local\/bin\/node \/nodejs\/bin\/node$/m);
+  t.regex(stage, /^COPY --from=build \/src\/dist\/csi\/ \/app\/$/m);
+  t.regex(stage, /^USER 0:0$/m);
+  t.true(stage.endsWith('\nENTRYPOINT ["/nodejs/bin/node", "/app/node-disks-csi.mjs"]\n'));
 });
