@@ -44,7 +44,7 @@ const bindings = policyFiles.flatMap((f) => docs<Binding>(`kustomize/policies/${
 const serviceAccounts = docs<{ metadata: { name: string; namespace: string; labels: Record<string, string> } }>('kustomize/rbac/service_accounts.yaml');
 
 test("every policy names its ServiceAccount exactly: the binding's parameter, that account of the install's namespace", (t) => {
-  t.is(policies.length, 6);
+  t.is(policies.length, 9);
   // The wipe policy holds every identity alike (ADR 38): it names none.
   t.deepEqual(
     policies.filter((p) => !p.spec.matchConditions).map((p) => p.metadata.name),
@@ -62,9 +62,14 @@ test("every policy names its ServiceAccount exactly: the binding's parameter, th
     t.is(ref?.parameterNotFoundAction, 'Deny', `${p.metadata.name}: no ServiceAccount found refuses (fails closed)`);
     t.is(ref?.namespace, serviceAccounts[0]!.metadata.namespace, p.metadata.name);
     const selected = serviceAccounts.filter((sa) => Object.entries(ref?.selector?.matchLabels ?? {}).every(([k, v]) => sa.metadata.labels[k] === v));
+    const governed = p.metadata.name.startsWith('nodedisks-agent')
+      ? 'node-disks-agent'
+      : p.metadata.name.startsWith('nodedisks-csi-controller') || p.metadata.name.startsWith('nodedisks-pv.')
+        ? 'node-disks-csi-controller'
+        : 'node-disks-operator';
     t.deepEqual(
       selected.map((sa) => sa.metadata.name),
-      [p.metadata.name.startsWith('nodedisks-agent') ? 'node-disks-agent' : 'node-disks-operator'],
+      [governed],
       `${p.metadata.name} selects one ServiceAccount of kustomize/rbac`,
     );
     // A Lease policy's binding that found no parameter would refuse every Lease write it matches.
