@@ -95,6 +95,10 @@ test("the agent policy's disk dir is the one the DaemonSet mounts and the agent 
     'spec.path is the --disk-dir: the host dir is mounted at the same path',
   );
   t.is(container.volumeMounts.find((v) => v.name === 'disks')?.mountPath, DEFAULT_DISK_DIR);
+  // The CSI driver's node side opens the same images (spec.diskID names them), in the same dir.
+  const csiNode = pod.containers.find((c) => c.name === 'csi-node')!;
+  t.true(csiNode.args.includes(`--disk-dir=${DEFAULT_DISK_DIR}`));
+  t.is(csiNode.volumeMounts.find((v) => v.name === 'disks')?.mountPath, DEFAULT_DISK_DIR);
   t.is(pod.volumes.find((v) => v.name === 'disks')?.hostPath?.path, DEFAULT_DISK_DIR);
   // No overlay of this repository moves the disk dir (it would have to set the policy's diskDir too).
   for (const overlay of readdirSync(join(REPO_ROOT, 'kustomize/overlays'))) {
