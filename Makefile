@@ -5,6 +5,7 @@ PROFILE ?= node-disks-dev
 NODES ?= 4
 OPERATOR_IMAGE ?= node-disks-operator:dev
 AGENT_IMAGE ?= node-disks-agent:dev
+CSI_IMAGE ?= node-disks-csi:dev
 OVERLAY ?= kustomize/overlays/minikube
 NAMESPACE ?= node-disks-system
 # The helm this repository pins (hack/helm), built on first use; HELM=helm uses yours.
@@ -21,9 +22,10 @@ help: ## Show the targets
 minikube-up: ## Start a 4-node minikube cluster (profile node-disks-dev)
 	minikube start -p $(PROFILE) --nodes $(NODES)
 
-images: ## Build the controller and agent images
+images: ## Build the controller, agent and CSI driver images
 	docker build --target operator -t $(OPERATOR_IMAGE) .
 	docker build --target agent -t $(AGENT_IMAGE) .
+	docker build --target csi -t $(CSI_IMAGE) .
 
 images-load: ## Build the images and load them: into the local cluster (npm run cluster) when it runs, else into minikube
 	@npm run --silent cluster:images; rc=$$?; \
@@ -32,11 +34,13 @@ images-load: ## Build the images and load them: into the local cluster (npm run 
 minikube-images-load: images
 	minikube -p $(PROFILE) image load $(OPERATOR_IMAGE)
 	minikube -p $(PROFILE) image load $(AGENT_IMAGE)
+	minikube -p $(PROFILE) image load $(CSI_IMAGE)
 
-deploy: ## Install NodeDisks (CRD, RBAC, policies, controller, agents, seeder)
+deploy: ## Install NodeDisks (CRD, RBAC, policies, controller, agents, CSI driver, seeder)
 	kubectl apply --server-side -k $(OVERLAY)
 	kubectl -n node-disks-system rollout status deployment/node-disks-operator --timeout=120s
 	kubectl -n node-disks-system rollout status daemonset/node-disks-agent --timeout=120s
+	kubectl -n node-disks-system rollout status deployment/node-disks-csi-controller --timeout=120s
 
 undeploy: ## Remove NodeDisks (the CRD too); refuses while reservations exist (README: Uninstall)
 	@held=$$(kubectl get nodedisks -o jsonpath='{range .items[?(@.metadata.finalizers)]}{.metadata.name}{" "}{end}' 2>/dev/null || true); \
@@ -52,7 +56,9 @@ helm-install: ## Install or upgrade NodeDisks with the Helm chart (the seed's co
 		--set controller.image.repository=$(word 1,$(subst :, ,$(OPERATOR_IMAGE))) \
 		--set controller.image.tag=$(word 2,$(subst :, ,$(OPERATOR_IMAGE))) \
 		--set agent.image.repository=$(word 1,$(subst :, ,$(AGENT_IMAGE))) \
-		--set agent.image.tag=$(word 2,$(subst :, ,$(AGENT_IMAGE))) $(HELM_EXTRA)
+		--set agent.image.tag=$(word 2,$(subst :, ,$(AGENT_IMAGE))) \
+		--set csi.image.repository=$(word 1,$(subst :, ,$(CSI_IMAGE))) \
+		--set csi.image.tag=$(word 2,$(subst :, ,$(CSI_IMAGE))) $(HELM_EXTRA)
 
 helm-uninstall: ## Remove the Helm release; keeps the NodeDisk CRD and every NodeDisk (crds.keep)
 	$(HELM) uninstall node-disks-manager -n $(NAMESPACE) --ignore-not-found

@@ -3,6 +3,7 @@
 //   admin       static token, group system:masters
 //   nobody      static token, no bindings at all
 //   controller  a token of ServiceAccount <namespace>/node-disks-operator (TokenRequest)
+//   csiController  a token of ServiceAccount <namespace>/node-disks-csi-controller (the CSI driver's controller side)
 //   agent(node) a token of ServiceAccount <namespace>/node-disks-agent bound to a Node object,
 //               so it carries authentication.kubernetes.io/node-name like a projected token on that node
 //   namespacedUser(ns, sa)  a token of ServiceAccount <ns>/<sa> bound to a ClusterRole (edit) in <ns> only
@@ -333,16 +334,23 @@ export class ControlPlane {
       spec: { nodeName: 'policy-probe', diskID: 'disk1', path: `${DEFAULT_DISK_DIR}/disk1.img` },
     };
     const claimProbe = { ...nodeDisk, spec: { ...nodeDisk.spec, desired: { state: 'Reserved', owner: 'claim:policy-probe/probe' } } };
+    const pvProbe = { ...nodeDisk, spec: { ...nodeDisk.spec, desired: { state: 'Reserved', owner: 'pv:pvc-policy-probe', ownerUID: 'policy-probe' } } };
     const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'node-disks-agent-policy-probe', namespace: ns }, spec: { holderIdentity: 'policy-probe' } };
     const probes = [
       { policy: 'nodedisks-agent.localtest.example.com', sa: 'node-disks-agent', object: nodeDisk },
       { policy: 'nodedisks-agent-heartbeat.localtest.example.com', sa: 'node-disks-agent', object: lease },
       { policy: 'nodedisks-controller.localtest.example.com', sa: 'node-disks-operator', object: nodeDisk },
       { policy: 'nodedisks-controller-leases.localtest.example.com', sa: 'node-disks-operator', object: lease },
+      { policy: 'nodedisks-csi-controller.localtest.example.com', sa: 'node-disks-csi-controller', object: nodeDisk },
+      { policy: 'nodedisks-csi-controller-leases.localtest.example.com', sa: 'node-disks-csi-controller', object: lease },
     ]
       .map(({ policy, sa, object }) => ({ policy: this.objectName(policy), user: `system:serviceaccount:${ns}:${this.objectName(sa)}`, object }))
-      // The claims policy governs everyone but the controller: a person reserving a disk for a claim.
-      .concat([{ policy: this.objectName('nodedisks-claims.localtest.example.com'), user: 'nodedisks-policy-probe', object: claimProbe }])
+      // The claims policy governs everyone but the controller: a person reserving a disk for a claim; the PV
+      // policy everyone but the CSI controller: a person reserving a disk for a PersistentVolume.
+      .concat([
+        { policy: this.objectName('nodedisks-claims.localtest.example.com'), user: 'nodedisks-policy-probe', object: claimProbe },
+        { policy: this.objectName('nodedisks-pv.localtest.example.com'), user: 'nodedisks-policy-probe', object: pvProbe },
+      ])
       .filter((p) => installed.includes(`validatingadmissionpolicybinding.admissionregistration.k8s.io/${p.policy}`));
     const deadline = Date.now() + 30_000;
     for (const probe of probes) {
@@ -432,7 +440,7 @@ export class ControlPlane {
     return await this.identity('controller', () => this.serviceAccountToken('node-disks-operator'));
   }
 
-  /** The CSI driver's controller side (node-disks-csi controller, beside csi-provisioner): its ServiceAccount identity. */
+  /** The CSI driver's controller side: its ServiceAccount identity (both of its pod's containers use it). */
   async csiController(): Promise<Identity> {
     return await this.identity('csi-controller', () => this.serviceAccountToken('node-disks-csi-controller'));
   }

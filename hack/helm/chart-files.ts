@@ -1,7 +1,7 @@
 // Copies the parts of the install that the chart takes verbatim from kustomize/ into
 // charts/node-disks-manager/files/ (`npm run generate`): the two CRDs (themselves generated from api/), the
-// admission policies, the RBAC, the alerts (a PrometheusRule) and the Grafana dashboard (itself generated
-// from hack/dashboards/). The chart's templates read them with .Files.Get and add only Helm's labels, the
+// admission policies, the RBAC, the CSIDriver, the alerts (a PrometheusRule) and the Grafana dashboard
+// (itself generated from hack/dashboards/). The chart's templates read them with .Files.Get and add only Helm's labels, the
 // keep annotation, the namespace and the disk dir (docs/adr/0031-helm-chart.md). `--check` exits non-zero
 // when a copy differs, naming the fix.
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -25,6 +25,9 @@ function resources(dir: string): string[] {
 export const CHART_FILES: Record<string, string> = {
   'files/crd.yaml': 'kustomize/crd/bases/localtest.example.com_nodedisks.yaml',
   'files/crd-claims.yaml': 'kustomize/crd/bases/localtest.example.com_nodediskclaims.yaml',
+  // The CSIDriver is the same in every install (its name is the driver's); the StorageClass and the
+  // Deployment are templates, since values change them.
+  'files/csi/csidriver.yaml': 'kustomize/csi/csidriver.yaml',
   ...Object.fromEntries(resources('kustomize/policies').map((f) => [`files/policies/${f}`, `kustomize/policies/${f}`])),
   ...Object.fromEntries(resources('kustomize/rbac').map((f) => [`files/rbac/${f}`, `kustomize/rbac/${f}`])),
   'files/monitoring/prometheusrule.yaml': 'kustomize/components/prometheus-operator/prometheusrule.yaml',

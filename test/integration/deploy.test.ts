@@ -18,7 +18,7 @@ import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 const controlPlane = useControlPlane(test);
 const OVERLAYS = ['kustomize/default', 'kustomize/overlays/dev', 'kustomize/overlays/minikube', 'kustomize/overlays/production'];
 const GITOPS = ['kustomize/gitops/argocd'];
-const BASES = ['crd', 'namespace', 'rbac', 'policies', 'controller', 'agent'];
+const BASES = ['crd', 'namespace', 'rbac', 'policies', 'controller', 'agent', 'csi'];
 
 type Obj = { kind: string; metadata: { name: string; namespace?: string }; spec?: Record<string, unknown> };
 
@@ -38,6 +38,10 @@ for (const dir of OVERLAYS) {
     t.regex(out, /deployment\.apps\/node-disks-operator serverside-applied \(server dry run\)/);
     t.regex(out, /daemonset\.apps\/node-disks-agent serverside-applied \(server dry run\)/);
     t.regex(out, /validatingadmissionpolicy\.admissionregistration\.k8s\.io\/nodedisks-agent\.localtest\.example\.com serverside-applied/);
+    t.regex(out, /deployment\.apps\/node-disks-csi-controller serverside-applied \(server dry run\)/);
+    t.regex(out, /csidriver\.storage\.k8s\.io\/nodedisks\.localtest\.example\.com serverside-applied \(server dry run\)/);
+    t.regex(out, /storageclass\.storage\.k8s\.io\/nodedisks serverside-applied \(server dry run\)/);
+    t.regex(out, /validatingadmissionpolicy\.admissionregistration\.k8s\.io\/nodedisks-pv\.localtest\.example\.com serverside-applied/);
   });
 }
 
@@ -48,8 +52,14 @@ test.serial('kustomize/default applies for real', async (t) => {
     spec: {
       template: {
         spec: {
-          containers: { env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[]; securityContext: Record<string, unknown>; volumeMounts: { mountPath: string }[] }[];
-          volumes: { hostPath?: { path: string } }[];
+          automountServiceAccountToken?: boolean;
+          containers: {
+            name: string;
+            env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+            securityContext: Record<string, unknown>;
+            volumeMounts: { name: string; mountPath: string; mountPropagation?: string }[];
+          }[];
+          volumes: { name: string; hostPath?: { path: string } }[];
           tolerations: { operator: string }[];
         };
       };
@@ -57,13 +67,29 @@ test.serial('kustomize/default applies for real', async (t) => {
   };
   const pod = ds.spec.template.spec;
   const agent = pod.containers[0]!;
+  t.is(agent.name, 'agent');
   t.is(agent.env.find((e) => e.name === 'NODE_NAME')?.valueFrom?.fieldRef?.fieldPath, 'spec.nodeName');
+  const hostPaths = new Map(pod.volumes.filter((v) => v.hostPath).map((v) => [v.name, v.hostPath!.path]));
   t.deepEqual(
-    pod.volumes.filter((v) => v.hostPath).map((v) => v.hostPath!.path),
+    agent.volumeMounts.filter((m) => hostPaths.has(m.name)).map((m) => hostPaths.get(m.name)),
     ['/var/lib/node-disks-manager/disks'],
-    'the disk dir and nothing else of the host',
+    'the agent: the disk dir and nothing else of the host',
   );
   t.like(agent.securityContext, { privileged: false, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+  // The CSI driver's node side beside it: privileged for mounts and loop devices, the kubelet's dir
+  // (Bidirectional), the host's devices and the disk dir; no token, so no Kubernetes API access.
+  const csiNode = pod.containers[1]!;
+  t.is(csiNode.name, 'csi-node');
+  t.like(csiNode.securityContext, { privileged: true });
+  t.deepEqual(
+    csiNode.volumeMounts.map((m) => [hostPaths.get(m.name) ?? m.name, m.mountPath, m.mountPropagation ?? 'None']),
+    [
+      ['/var/lib/kubelet', '/var/lib/kubelet', 'Bidirectional'],
+      ['/dev', '/dev', 'None'],
+      ['/var/lib/node-disks-manager/disks', '/var/lib/node-disks-manager/disks', 'None'],
+    ],
+  );
+  t.is(pod.automountServiceAccountToken, false, "the pod mounts only the agent's projected token, into the agent alone");
   t.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
   const deploy = JSON.parse(await cp.kubectl(cp.admin(), ['get', 'deployment', 'node-disks-operator', '-n', 'node-disks-system', '-o', 'json'])) as {
     spec: { template: { spec: { securityContext: Record<string, unknown>; containers: { args: string[]; securityContext: Record<string, unknown> }[] } } };
@@ -81,6 +107,11 @@ test('production pins images by digest and has a PodDisruptionBudget; dev never 
   const devImages = dev.flatMap((o) => (o.spec?.template as { spec?: { containers?: { image: string; imagePullPolicy?: string }[] } })?.spec?.containers ?? []);
   t.true(devImages.some((c) => c.image === 'node-disks-operator:dev' && c.imagePullPolicy === 'Never'));
   t.true(devImages.some((c) => c.image === 'node-disks-agent:dev' && c.imagePullPolicy === 'Never'));
+  t.deepEqual(
+    devImages.filter((c) => c.image === 'node-disks-csi:dev').map((c) => c.imagePullPolicy),
+    ['Never', 'Never'],
+    'the CSI controller and the csi-node container',
+  );
   t.true(dev.some((o) => o.kind === 'DaemonSet' && o.metadata.name === 'node-disks-seeder'));
 });
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { loadAll } from 'js-yaml';
-import { FIELD_MANAGER } from '../../api/constants.ts';
+import { API_VERSION, FIELD_MANAGER, KIND, PV_OWNER_PREFIX } from '../../api/constants.ts';
 import { ensureHelm, helm, runHelm } from '../../hack/helm/helm.ts';
 import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
@@ -110,6 +110,27 @@ test.serial("the seed's helm-install command line installs every object; the cha
   );
   const controller = nodeDisksFor(await cp.controller());
   await denied(t, controller.create(newNodeDisk('helm-node-a', 'disk2'), { fieldManager: FIELD_MANAGER.controller }));
+
+  // The CSI controller's ServiceAccount the chart created has the rights of its role and is held to its
+  // policy: a disk for a PersistentVolume, released with a wipe, and nothing for anyone else.
+  const csi = nodeDisksFor(await cp.csiController());
+  const asCsi = { fieldManager: FIELD_MANAGER.csiController, force: true } as const;
+  const disk = { apiVersion: API_VERSION, kind: KIND, metadata: { name: 'node-disk-helm-node-a-disk1' } } as const;
+  const forPerson = await eventually(
+    "the CSI controller's policy in force",
+    async () =>
+      csi.apply({ ...disk, spec: { desired: { state: 'Reserved', owner: 'team-x' } } }, { ...asCsi, dryRun: true }).then(
+        (): Error | false => false,
+        (e: Error) => (/nodedisks-csi-controller\.localtest\.example\.com/.test(e.message) ? e : false),
+      ),
+    30_000,
+  );
+  t.regex(forPerson.message, /it reserves for PersistentVolumes only/);
+  const reserved = await csi.apply({ ...disk, spec: { desired: { state: 'Reserved', owner: `${PV_OWNER_PREFIX}pvc-helm`, ownerUID: 'helm' } } }, asCsi);
+  t.is(reserved.spec.desired?.owner, 'pv:pvc-helm');
+  t.deepEqual((await csi.apply({ ...disk, spec: { desired: { state: 'Available', wipe: 'pv-helm' } } }, asCsi)).spec.desired, { state: 'Available', wipe: 'pv-helm' });
+  // The agent's report that it wiped the disk: free again.
+  await agentA.applyStatus({ ...disk, status: { node: { phase: 'Available', capacityBytes: 1, wipedFor: 'pv-helm' } } }, { fieldManager: FIELD_MANAGER.agent });
 });
 
 test.serial('helm upgrade with changed values changes the install and keeps the NodeDisks', async (t) => {
@@ -140,6 +161,35 @@ test.serial('helm upgrade with changed values changes the install and keeps the 
   t.is(after.metadata.uid, before.metadata.uid);
   const history = await run(['history', 'node-disks-manager', '-n', NS]);
   t.regex(history, /^2\s.*deployed/m);
+});
+
+test.serial('helm upgrade with csi.enabled=false removes the driver and nothing else: the ServiceAccount its policies name stays, so NodeDisk writes still pass them', async (t) => {
+  await run([...SEED_INSTALL, '--set', 'csi.enabled=false']);
+  for (const gone of [
+    ['deployment', 'node-disks-csi-controller', '-n', NS],
+    ['csidriver', 'nodedisks.localtest.example.com'],
+    ['storageclass', 'nodedisks'],
+    ['clusterrole', 'node-disks-csi-controller'],
+    ['role', 'node-disks-csi-controller', '-n', NS],
+  ]) {
+    t.regex(await kubectl(['get', ...gone, '--ignore-not-found', '-o', 'name']), /^$/, gone.join(' '));
+  }
+  await kubectl(['get', 'serviceaccount', 'node-disks-csi-controller', '-n', NS]);
+  await kubectl(['get', 'validatingadmissionpolicybinding', 'nodedisks-pv.localtest.example.com']);
+  const ds = await getJson<{ spec: { template: { spec: { containers: { name: string }[] } } } }>(['daemonset', 'node-disks-agent', '-n', NS]);
+  t.deepEqual(
+    ds.spec.template.spec.containers.map((c) => c.name),
+    ['agent'],
+  );
+  // Not refused for want of the policies' parameter; a PersistentVolume's reservation still is.
+  const admin = nodeDisksFor(controlPlane().admin());
+  const labelled = await admin.mergePatch('node-disk-helm-node-a-disk1', { metadata: { labels: { 'example.com/probe': 'csi-off' } } }, { fieldManager: FIELD_MANAGER.plugin });
+  t.is(labelled.metadata.labels?.['example.com/probe'], 'csi-off');
+  const forged = await denied(
+    t,
+    admin.mergePatch('node-disk-helm-node-a-disk1', { spec: { desired: { state: 'Reserved', owner: 'pv:pvc-forged', ownerUID: 'f' } } }, { fieldManager: FIELD_MANAGER.plugin }),
+  );
+  t.regex(forged.message, /only the CSI driver reserves a NodeDisk for a PersistentVolume/);
 });
 
 test.serial('helm uninstall removes the install and keeps the CRD and every NodeDisk', async (t) => {

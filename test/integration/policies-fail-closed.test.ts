@@ -47,3 +47,31 @@ test.serial("without the controller's ServiceAccount every NodeDisk write is ref
   const reserved = await eventually('the parameter found again', () => release().catch(() => undefined), 30_000, 200);
   t.deepEqual(reserved.spec.desired, { state: 'Reserved', owner: 'team-db' });
 });
+
+// The same for the CSI controller's ServiceAccount, which the install keeps whether or not the driver runs.
+test.serial("without the CSI controller's ServiceAccount every NodeDisk write is refused, its namespace's Leases too; restored, it works again", async (t) => {
+  const cp = controlPlane();
+  const admin = nodeDisksFor(cp.admin());
+  const disk = newNodeDisk('fc-node', 'disk2');
+  await admin.create(disk, { fieldManager: FIELD_MANAGER.agent });
+  const label = (value: string) => admin.mergePatch(disk.metadata.name!, { metadata: { labels: { 'example.com/probe': value } } }, { fieldManager: FIELD_MANAGER.plugin });
+
+  await cp.kubectl(cp.admin(), ['delete', 'serviceaccount', 'node-disks-csi-controller', '-n', 'node-disks-system']);
+  const refused = await eventually(
+    "the bindings of the CSI controller's policies find no parameter",
+    () =>
+      label('a').then(
+        () => undefined,
+        (err: Error) => (/no params found/.test(err.message) ? err : undefined),
+      ),
+    30_000,
+    200,
+  );
+  t.regex(refused.message, /nodedisks-(pv|csi-controller)\.localtest\.example\.com.*no params found for policy binding with `Deny` parameterNotFoundAction/);
+  const inInstall = await denied(t, restFor(cp.admin()).request('POST', '/apis/coordination.k8s.io/v1/namespaces/node-disks-system/leases', { body: lease('fc-probe-csi') }));
+  t.regex(inInstall.message, /nodedisks-(controller|csi-controller)-leases\.localtest\.example\.com.*no params found/);
+
+  await cp.kubectl(cp.admin(), ['apply', '--server-side', '-k', join(REPO_ROOT, 'kustomize/rbac')]);
+  const labelled = await eventually('the parameter found again', () => label('b').catch(() => undefined), 30_000, 200);
+  t.is(labelled.metadata.labels?.['example.com/probe'], 'b');
+});

@@ -4,7 +4,7 @@
 // identities are tokens of the renamed ServiceAccounts.
 import { join } from 'node:path';
 import test from 'ava';
-import { API_VERSION, FIELD_MANAGER, KIND } from '../../api/constants.ts';
+import { API_VERSION, FIELD_MANAGER, KIND, PV_OWNER_PREFIX } from '../../api/constants.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { newNodeDisk } from '../../hack/lib/nodedisks.ts';
 import { denied, heartbeatLease, nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
@@ -57,4 +57,23 @@ test('the renamed controller reserves a disk for a claim and releases it; nobody
   t.regex(person.message, /ValidatingAdmissionPolicy 'prod-nodedisks-claims\.localtest\.example\.com-v2'.*reserved for NodeDiskClaim team-a\/db: only the controller changes that reservation/);
   const released = await controller.apply({ ...meta, spec: { desired: { state: 'Available' } } }, { fieldManager: FIELD_MANAGER.controller, force: true });
   t.deepEqual(released.spec.desired, { state: 'Available' });
+});
+
+test("the renamed CSI controller reserves a disk for a PersistentVolume and releases it with a wipe; nobody else changes that reservation; the CSIDriver keeps the driver's name", async (t) => {
+  const cp = controlPlane();
+  const disk = newNodeDisk('np-node-pv', 'disk1');
+  await nodeDisksFor(await cp.agent('np-node-pv')).create(disk, { fieldManager: FIELD_MANAGER.agent });
+  const meta = { apiVersion: API_VERSION, kind: KIND, metadata: { name: disk.metadata.name! } } as const;
+  const csi = nodeDisksFor(await cp.csiController());
+  const asCsi = { fieldManager: FIELD_MANAGER.csiController, force: true } as const;
+  await csi.apply({ ...meta, spec: { desired: { state: 'Reserved', owner: `${PV_OWNER_PREFIX}pvc-1`, ownerUID: '1' } } }, asCsi);
+  const person = await denied(
+    t,
+    nodeDisksFor(cp.admin()).apply({ ...meta, spec: { desired: { state: 'Available', owner: '', ownerUID: '' } } }, { fieldManager: FIELD_MANAGER.plugin, force: true }),
+  );
+  t.regex(person.message, /ValidatingAdmissionPolicy 'prod-nodedisks-pv\.localtest\.example\.com-v2'.*holds PersistentVolume pvc-1: only the CSI driver changes that reservation/);
+  const bare = await denied(t, csi.apply({ ...meta, spec: { desired: { state: 'Available' } } }, asCsi));
+  t.regex(bare.message, /ValidatingAdmissionPolicy 'prod-nodedisks-csi-controller\.localtest\.example\.com-v2'.*released with a wipe request/);
+  t.deepEqual((await csi.apply({ ...meta, spec: { desired: { state: 'Available', wipe: 'pv-1' } } }, asCsi)).spec.desired, { state: 'Available', wipe: 'pv-1' });
+  t.is(await cp.kubectl(cp.admin(), ['get', 'csidriver', '-o', 'jsonpath={.items[*].metadata.name}']), 'nodedisks.localtest.example.com');
 });

@@ -147,12 +147,137 @@ test("the admission policies are kustomize's in whatever namespace the chart ins
   const variables = (policy.spec as { variables: { name: string; expression: string }[] }).variables;
   t.is(variables.find((v) => v.name === 'diskDir')?.expression, "'/srv/nd/disks'");
   const ds = moved.find((o) => o.kind === 'DaemonSet' && o.metadata.name === 'node-disks-agent')!;
-  const pod = (ds.spec!.template as { spec: { containers: { args: string[] }[]; volumes: { hostPath?: { path: string } }[] } }).spec;
-  t.true(pod.containers[0]!.args.includes('--disk-dir=/srv/nd/disks'));
+  const pod = (
+    ds.spec!.template as {
+      spec: { containers: { name: string; args: string[]; volumeMounts: { name: string; mountPath: string }[] }[]; volumes: { name: string; hostPath?: { path: string } }[] };
+    }
+  ).spec;
+  // Both containers of the agent pod, the agent and the CSI driver's node side, find the disk images there.
   t.deepEqual(
-    pod.volumes.filter((v) => v.hostPath).map((v) => v.hostPath!.path),
-    ['/srv/nd/disks'],
+    pod.containers.map((c) => [c.name, c.args.includes('--disk-dir=/srv/nd/disks'), c.volumeMounts.find((m) => m.name === 'disks')?.mountPath]),
+    [
+      ['agent', true, '/srv/nd/disks'],
+      ['csi-node', true, '/srv/nd/disks'],
+    ],
   );
+  t.is(pod.volumes.find((v) => v.name === 'disks')?.hostPath?.path, '/srv/nd/disks');
+  t.false(JSON.stringify(pod).includes('/var/lib/node-disks-manager'), 'nothing of the default disk dir is left');
+});
+
+type Container = {
+  name: string;
+  image: string;
+  imagePullPolicy?: string;
+  args: string[];
+  env?: { name: string; value?: string }[];
+  securityContext?: Record<string, unknown>;
+  volumeMounts?: { name: string; mountPath: string; mountPropagation?: string }[];
+};
+type PodSpec = { containers: Container[]; volumes?: { name: string; hostPath?: { path: string } }[]; imagePullSecrets?: { name: string }[]; hostNetwork?: boolean };
+const podOf = (o: Obj) => (o.spec!.template as { spec: PodSpec }).spec;
+/** The objects of the CSI driver (kustomize/csi and its rights in kustomize/rbac), the agents' csi-node container aside. */
+const CSI_OBJECTS = [
+  'CSIDriver//nodedisks.localtest.example.com',
+  'StorageClass//nodedisks',
+  'Deployment/node-disks-system/node-disks-csi-controller',
+  'ClusterRole//node-disks-csi-controller',
+  'ClusterRoleBinding//node-disks-csi-controller',
+  'Role/node-disks-system/node-disks-csi-controller',
+  'RoleBinding/node-disks-system/node-disks-csi-controller',
+];
+
+test('the CSI driver is in both installs, object for object: CSIDriver, StorageClass, the CSI controller and its rights, the csi-node container of the agent pod', async (t) => {
+  const [chart, kust] = await Promise.all([render(), kustomize()]);
+  const byKey = new Map(chart.map((o) => [key(o), withoutHelmLabels(o)]));
+  for (const k of CSI_OBJECTS) {
+    t.truthy(kust.get(k), `${k} in kustomize/default`);
+    t.deepEqual(byKey.get(k), kust.get(k), k);
+  }
+  for (const ds of [byKey.get('DaemonSet/node-disks-system/node-disks-agent')!, kust.get('DaemonSet/node-disks-system/node-disks-agent')!]) {
+    t.deepEqual(
+      podOf(ds).containers.map((c) => c.name),
+      ['agent', 'csi-node'],
+    );
+  }
+  const deploy = byKey.get('Deployment/node-disks-system/node-disks-csi-controller')!;
+  t.deepEqual(
+    podOf(deploy).containers.map((c) => `${c.name} ${c.image}`),
+    ['csi-controller node-disks-csi:latest', 'csi-provisioner registry.k8s.io/sig-storage/csi-provisioner:v6.4.0'],
+  );
+});
+
+test('csi.enabled=false leaves the driver out, and the agent pod as it was before the driver; the ServiceAccount and the policies that name it stay', async (t) => {
+  const [chart, kust] = await Promise.all([render(['--set', 'csi.enabled=false']), kustomize()]);
+  const keys = new Set(chart.map(key));
+  for (const k of CSI_OBJECTS) t.false(keys.has(k), k);
+  t.true(keys.has('ServiceAccount/node-disks-system/node-disks-csi-controller'), 'the policies name it: without it they refuse every NodeDisk write');
+  for (const policy of ['nodedisks-csi-controller', 'nodedisks-csi-controller-leases', 'nodedisks-pv']) {
+    t.true(keys.has(`ValidatingAdmissionPolicy//${policy}.localtest.example.com`), policy);
+    t.true(keys.has(`ValidatingAdmissionPolicyBinding//${policy}.localtest.example.com`), policy);
+  }
+  // kustomize's DaemonSet without its csi-node container and the host mounts only that container has.
+  const want = structuredClone(kust.get('DaemonSet/node-disks-system/node-disks-agent')!);
+  const wantPod = podOf(want);
+  wantPod.containers = wantPod.containers.filter((c) => c.name !== 'csi-node');
+  wantPod.volumes = wantPod.volumes!.filter((v) => v.name !== 'kubelet-dir' && v.name !== 'dev');
+  const ds = withoutHelmLabels(chart.find((o) => key(o) === 'DaemonSet/node-disks-system/node-disks-agent')!);
+  t.deepEqual(ds, want);
+  t.deepEqual(
+    podOf(ds)
+      .volumes!.filter((v) => v.hostPath)
+      .map((v) => v.hostPath!.path),
+    ['/var/lib/node-disks-manager/disks'],
+  );
+});
+
+test('the StorageClass from values: name, default class, reclaimPolicy, fsType, mountOptions; storageClass.create=false leaves it out', async (t) => {
+  type StorageClass = Obj & { provisioner: string; reclaimPolicy: string; volumeBindingMode: string; parameters: Record<string, string>; mountOptions?: string[] };
+  const sc = (await render(['-f', join(CHART, 'ci', 'everything-values.yaml')])).find((o) => o.kind === 'StorageClass') as StorageClass;
+  t.is(sc.metadata.name, 'nodedisks-fast');
+  t.is(sc.metadata.annotations?.['storageclass.kubernetes.io/is-default-class'], 'true');
+  t.is(sc.metadata.annotations?.['example.com/contact'], 'platform@example.com');
+  t.is(sc.provisioner, 'nodedisks.localtest.example.com');
+  t.is(sc.reclaimPolicy, 'Retain');
+  t.is(sc.volumeBindingMode, 'WaitForFirstConsumer');
+  t.deepEqual(sc.parameters, { 'csi.storage.k8s.io/fstype': 'xfs' });
+  t.deepEqual(sc.mountOptions, ['noatime', 'nodiratime']);
+  const without = await render(['--set', 'storageClass.create=false']);
+  t.deepEqual(
+    without.filter((o) => o.kind === 'StorageClass'),
+    [],
+  );
+  t.true(
+    without.some((o) => o.kind === 'CSIDriver'),
+    'the driver stays, for classes of your own',
+  );
+});
+
+test('the CSI images, pull secrets, ports and scheduling from values, on the CSI controller and on the csi-node container', async (t) => {
+  const objs = await render(['-f', join(CHART, 'ci', 'everything-values.yaml')]);
+  const deploy = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'node-disks-csi-controller')!;
+  t.is(deploy.metadata.namespace, 'nd-everything');
+  t.is((deploy.spec as { replicas: number }).replicas, 3);
+  const pod = podOf(deploy) as PodSpec & { nodeSelector?: Record<string, string>; priorityClassName?: string };
+  t.true(pod.hostNetwork);
+  t.deepEqual(pod.imagePullSecrets, [{ name: 'registry-all' }, { name: 'registry-csi' }]);
+  t.deepEqual(pod.nodeSelector, { 'kubernetes.io/os': 'linux' });
+  t.is(pod.priorityClassName, 'system-cluster-critical');
+  const [ours, provisioner] = pod.containers;
+  t.is(ours!.image, 'registry.example.com/nodedisks/node-disks-csi:0.1.0');
+  t.is(ours!.imagePullPolicy, 'IfNotPresent');
+  t.true(ours!.args.includes('--http-address=:8092'));
+  t.is(provisioner!.image, `registry.example.com/sig-storage/csi-provisioner@sha256:${'1'.repeat(64)}`);
+  for (const c of [ours!, provisioner!])
+    t.true(
+      c.env!.some((e) => e.name === 'KUBERNETES_SERVICE_HOST' && e.value === '10.0.0.1'),
+      c.name,
+    );
+  const agentPod = podOf(objs.find((o) => o.kind === 'DaemonSet' && o.metadata.name === 'node-disks-agent')!);
+  t.deepEqual(agentPod.imagePullSecrets, [{ name: 'registry-all' }, { name: 'registry-csi' }], "the csi-node image's secrets on the agent pod");
+  const node = agentPod.containers.find((c) => c.name === 'csi-node')!;
+  t.is(node.image, 'registry.example.com/nodedisks/node-disks-csi:0.1.0');
+  t.true(node.args.includes('--http-address=:8093'));
+  t.true(node.args.includes('--disk-dir=/srv/nd/disks'));
 });
 
 test('helm lint --strict passes, with the default values and with every values file under ci/', async (t) => {
@@ -312,6 +437,11 @@ const refusals: [string, string[], RegExp][] = [
   ['an unknown dashboards key', ['--set', 'dashboards.enable=true'], /at '\/dashboards': additional properties 'enable' not allowed/],
   ['a dashboard label value that is not a string', ['--set', 'dashboards.labels.grafana_dashboard=1'], /at '\/dashboards\/labels\/grafana_dashboard': got number, want string/],
   ['a dashboard namespace that is not a name', ['--set', 'dashboards.namespace=Monitoring'], /at '\/dashboards\/namespace'/],
+  ['another CSI driver name (the program answers to one)', ['--set', 'csi.driverName=disks.example.com'], /at '\/csi\/driverName'/],
+  ['an unknown CSI key', ['--set', 'csi.provisioner.tag=v6.4.0'], /at '\/csi\/provisioner': additional properties 'tag' not allowed/],
+  ['a reclaim policy a StorageClass cannot have', ['--set', 'storageClass.reclaimPolicy=Recycle'], /at '\/storageClass\/reclaimPolicy'/],
+  ['a filesystem the node side does not make', ['--set', 'storageClass.fsType=btrfs'], /at '\/storageClass\/fsType'/],
+  ['two mount options in one item', ['--set-json', 'storageClass.mountOptions=["noatime,sync"]'], /at '\/storageClass\/mountOptions\/0'/],
 ];
 for (const [what, args, message] of refusals) {
   test(`values.schema.json refuses ${what}, naming the key`, async (t) => {

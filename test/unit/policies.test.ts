@@ -44,7 +44,7 @@ const bindings = policyFiles.flatMap((f) => docs<Binding>(`kustomize/policies/${
 const serviceAccounts = docs<{ metadata: { name: string; namespace: string; labels: Record<string, string> } }>('kustomize/rbac/service_accounts.yaml');
 
 test("every policy names its ServiceAccount exactly: the binding's parameter, that account of the install's namespace", (t) => {
-  t.is(policies.length, 6);
+  t.is(policies.length, 9);
   // The wipe policy holds every identity alike (ADR 38): it names none.
   t.deepEqual(
     policies.filter((p) => !p.spec.matchConditions).map((p) => p.metadata.name),
@@ -62,9 +62,14 @@ test("every policy names its ServiceAccount exactly: the binding's parameter, th
     t.is(ref?.parameterNotFoundAction, 'Deny', `${p.metadata.name}: no ServiceAccount found refuses (fails closed)`);
     t.is(ref?.namespace, serviceAccounts[0]!.metadata.namespace, p.metadata.name);
     const selected = serviceAccounts.filter((sa) => Object.entries(ref?.selector?.matchLabels ?? {}).every(([k, v]) => sa.metadata.labels[k] === v));
+    const governed = p.metadata.name.startsWith('nodedisks-agent')
+      ? 'node-disks-agent'
+      : p.metadata.name.startsWith('nodedisks-csi-controller') || p.metadata.name.startsWith('nodedisks-pv.')
+        ? 'node-disks-csi-controller'
+        : 'node-disks-operator';
     t.deepEqual(
       selected.map((sa) => sa.metadata.name),
-      [p.metadata.name.startsWith('nodedisks-agent') ? 'node-disks-agent' : 'node-disks-operator'],
+      [governed],
       `${p.metadata.name} selects one ServiceAccount of kustomize/rbac`,
     );
     // A Lease policy's binding that found no parameter would refuse every Lease write it matches.
@@ -90,6 +95,10 @@ test("the agent policy's disk dir is the one the DaemonSet mounts and the agent 
     'spec.path is the --disk-dir: the host dir is mounted at the same path',
   );
   t.is(container.volumeMounts.find((v) => v.name === 'disks')?.mountPath, DEFAULT_DISK_DIR);
+  // The CSI driver's node side opens the same images (spec.diskID names them), in the same dir.
+  const csiNode = pod.containers.find((c) => c.name === 'csi-node')!;
+  t.true(csiNode.args.includes(`--disk-dir=${DEFAULT_DISK_DIR}`));
+  t.is(csiNode.volumeMounts.find((v) => v.name === 'disks')?.mountPath, DEFAULT_DISK_DIR);
   t.is(pod.volumes.find((v) => v.name === 'disks')?.hostPath?.path, DEFAULT_DISK_DIR);
   // No overlay of this repository moves the disk dir (it would have to set the policy's diskDir too).
   for (const overlay of readdirSync(join(REPO_ROOT, 'kustomize/overlays'))) {
