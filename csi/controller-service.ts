@@ -86,6 +86,11 @@ function volumeOf(nd: NodeDisk, volumeName: string): Volume {
 
 export class ControllerService {
   private readonly o: ControllerServiceOptions;
+  /**
+   * Volume names with a CreateVolume or DeleteVolume in progress: the provisioner may send the same request
+   * again before the first has answered, and two lookups of "already reserved?" must not both say no.
+   */
+  private readonly busy = new Set<string>();
   constructor(o: ControllerServiceOptions) {
     this.o = o;
   }
@@ -105,6 +110,46 @@ export class ControllerService {
     return out;
   }
 
+  private async exclusive<T>(name: string, work: () => Promise<T>): Promise<T> {
+    if (this.busy.has(name)) throw new CsiError('ABORTED', `an operation on volume ${name} is in progress`);
+    this.busy.add(name);
+    try {
+      return await work();
+    } finally {
+      this.busy.delete(name);
+    }
+  }
+
+  /** CreateVolume once checked: the disk already reserved for the name, or a new one. */
+  private async create(req: CreateVolumeRequest, nodes: string[] | undefined, min: number, max: number): Promise<{ volume: Volume }> {
+    const owner = pvOwner(req.name);
+    const fitsSize = (nd: NodeDisk) => capacityOf(nd) >= min && (max === 0 || capacityOf(nd) <= max);
+
+    // Asked before: the same answer, if the request is the same.
+    const existing = this.held(owner)[0];
+    if (existing) {
+      if (!fitsSize(existing))
+        throw new CsiError('ALREADY_EXISTS', `volume ${req.name} exists with ${capacityOf(existing)} bytes, which the requested capacity range (${min}..${max || 'any'}) excludes`);
+      return { volume: volumeOf(existing, req.name) };
+    }
+    const holder = { owner, ownerUID: pvOwnerUID(req.name) };
+    const alloc = this.o.allocator;
+    for (const node of nodes ?? [undefined]) {
+      const outcome = await alloc.reserve({
+        holder,
+        candidates: () => alloc.index.candidates(min, node),
+        fits: (nd) => freeForVolume(nd) && fitsSize(nd) && (node === undefined || nd.spec.nodeName === node),
+      });
+      if (outcome.kind === 'reserved') {
+        this.o.log.info('volume provisioned', { volume: req.name, nodeDisk: outcome.disk.metadata.name, node: outcome.disk.spec.nodeName, bytes: capacityOf(outcome.disk) });
+        return { volume: volumeOf(outcome.disk, req.name) };
+      }
+      if (outcome.kind === 'busy' || outcome.kind === 'conflicts') throw new CsiError('ABORTED', 'the disks that fit are being reserved right now: try again');
+    }
+    const where = nodes ? `node ${nodes.join(' or ')}` : 'any node';
+    throw new CsiError('RESOURCE_EXHAUSTED', `no free NodeDisk of at least ${min} bytes${max ? ` and at most ${max}` : ''} that holds no earlier data on ${where}`);
+  }
+
   readonly handlers = {
     ControllerGetCapabilities: async () => ({
       capabilities: [{ rpc: { type: 'CREATE_DELETE_VOLUME' } }, { rpc: { type: 'GET_CAPACITY' } }],
@@ -121,32 +166,7 @@ export class ControllerService {
       if (max < 0 || (max > 0 && max < min)) throw new CsiError('OUT_OF_RANGE', `capacity_range limit_bytes ${max} is below required_bytes ${min}`);
       const nodes = nodesOf(req);
       this.ready();
-      const owner = pvOwner(req.name);
-      const fitsSize = (nd: NodeDisk) => capacityOf(nd) >= min && (max === 0 || capacityOf(nd) <= max);
-
-      // Asked before: the same answer, if the request is the same.
-      const existing = this.held(owner)[0];
-      if (existing) {
-        if (!fitsSize(existing))
-          throw new CsiError('ALREADY_EXISTS', `volume ${req.name} exists with ${capacityOf(existing)} bytes, which the requested capacity range (${min}..${max || 'any'}) excludes`);
-        return { volume: volumeOf(existing, req.name) };
-      }
-      const holder = { owner, ownerUID: pvOwnerUID(req.name) };
-      const alloc = this.o.allocator;
-      for (const node of nodes ?? [undefined]) {
-        const outcome = await alloc.reserve({
-          holder,
-          candidates: () => alloc.index.candidates(min, node),
-          fits: (nd) => freeForVolume(nd) && fitsSize(nd) && (node === undefined || nd.spec.nodeName === node),
-        });
-        if (outcome.kind === 'reserved') {
-          this.o.log.info('volume provisioned', { volume: req.name, nodeDisk: outcome.disk.metadata.name, node: outcome.disk.spec.nodeName, bytes: capacityOf(outcome.disk) });
-          return { volume: volumeOf(outcome.disk, req.name) };
-        }
-        if (outcome.kind === 'busy' || outcome.kind === 'conflicts') throw new CsiError('ABORTED', 'the disks that fit are being reserved right now: try again');
-      }
-      const where = nodes ? `node ${nodes.join(' or ')}` : 'any node';
-      throw new CsiError('RESOURCE_EXHAUSTED', `no free NodeDisk of at least ${min} bytes${max ? ` and at most ${max}` : ''} that holds no earlier data on ${where}`);
+      return await this.exclusive(req.name, () => this.create(req, nodes, min, max));
     },
 
     DeleteVolume: async (req: DeleteVolumeRequest) => {
@@ -162,9 +182,13 @@ export class ControllerService {
         throw err;
       });
       if (nd?.spec.desired?.state !== 'Reserved' || nd.spec.desired.owner !== owner) return {};
-      const wipe = `pv-${nd.spec.desired.ownerUID || pvOwnerUID(id.volumeName)}`;
-      await this.o.allocator.release(nd, { wipe, why: `volume ${id.volumeName} deleted` });
-      return {};
+      return await this.exclusive(id.volumeName, async () => {
+        const wipe = `pv-${nd.spec.desired?.ownerUID || pvOwnerUID(id.volumeName)}`;
+        await this.o.allocator.release(nd, { wipe, why: `volume ${id.volumeName} deleted` });
+        // Any other disk reserved under the same name (nothing should be) goes back too, wiped.
+        for (const other of this.held(owner)) await this.o.allocator.release(other, { wipe, why: `volume ${id.volumeName} deleted` });
+        return {};
+      });
     },
 
     ValidateVolumeCapabilities: async (req: ValidateVolumeCapabilitiesRequest) => {
