@@ -199,6 +199,6 @@ test.serial("a free disk that holds an earlier owner's bytes (released without a
   const cap = await csi.call.GetCapacity({ volume_capabilities: [mountCap], accessible_topology: { segments: { [CSI_TOPOLOGY_KEY]: C } } });
   t.is(cap.available_capacity, 0);
   t.is((await plugin('release', disk, '--wipe')).code, 0);
-  await diskWhere(disk, 'wiped', (nd) => nd.status?.node?.holdsData === false && nd.status.node.phase === 'Available' && nd.status.node.wipedFor === nd.spec.desired?.wipe);
+  await diskWhere(disk, 'wiped', (nd) => nd.status?.node?.holdsData !== true && nd.status?.node?.phase === 'Available' && nd.status.node.wipedFor === nd.spec.desired?.wipe);
   t.is((await create(pvName(), 10, C)).volume_context.nodeDisk, disk);
 });
