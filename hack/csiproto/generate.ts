@@ -3,12 +3,12 @@
 // go.mod and go.sum beside this file and fetched into the Go module cache (`go mod download`, verified
 // against go.sum). Nothing is copied into the repository: the output is in the git-ignored
 // csi/proto/generated/, written by `npm run build` and by this script (`--check` says whether it is current).
-import { execFile } from 'node:child_process';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
+import { goModuleDir } from '../lib/gomod.ts';
 import { REPO_ROOT } from '../lib/paths.ts';
 
 const moduleDir = fileURLToPath(new URL('.', import.meta.url));
@@ -19,18 +19,6 @@ const SOURCES = [
   { out: 'csi.json', module: 'github.com/container-storage-interface/spec', file: 'csi.proto' },
   { out: 'pluginregistration.json', module: 'k8s.io/kubelet', file: 'pkg/apis/pluginregistration/v1/api.proto' },
 ] as const;
-
-/** The directory of `module` at the version go.mod pins, downloaded into the module cache if needed. */
-async function goModuleDir(module: string): Promise<string> {
-  return await new Promise<string>((resolve, reject) => {
-    execFile('go', ['mod', 'download', '-json', module], { cwd: moduleDir, env: { ...process.env, GOFLAGS: '-mod=readonly' }, timeout: 600_000 }, (err, stdout, stderr) => {
-      if ((err as NodeJS.ErrnoException | null)?.code === 'ENOENT')
-        return reject(new Error(`the CSI driver's protocol comes from the Go module ${module}, and there is no \`go\` on PATH: install Go 1.26 or newer`));
-      if (err) return reject(new Error(`go mod download ${module} (in ${moduleDir}) failed: ${stderr.trim() || stdout.trim() || err.message}`));
-      resolve((JSON.parse(stdout) as { Dir: string }).Dir);
-    });
-  });
-}
 
 /** The descriptor of `file` in `dir`, google/protobuf imports taken from protobuf.js's own copies. */
 function descriptorOf(dir: string, file: string): string {
@@ -45,7 +33,7 @@ function descriptorOf(dir: string, file: string): string {
 export async function generate(check: boolean): Promise<string[]> {
   const stale: string[] = [];
   for (const s of SOURCES) {
-    const text = descriptorOf(await goModuleDir(s.module), s.file);
+    const text = descriptorOf(await goModuleDir(s.module, { pinnedBy: moduleDir }), s.file);
     const path = join(GENERATED_DIR, s.out);
     const current = await readFile(path, 'utf8').catch(() => undefined);
     if (current === text) continue;

@@ -13,12 +13,16 @@ interface Download {
 /** One download per module version and process: the answers do not change while it runs. */
 const known = new Map<string, Promise<string>>();
 
-/** The module's directory in the Go module cache (read-only there), downloaded first if needed. */
-export function goModuleDir(module: string, version: string): Promise<string> {
-  const key = `${module}@${version}`;
+/**
+ * The module's directory in the Go module cache (read-only there), downloaded first if needed: `version`
+ * is either a version, or `{ pinnedBy: dir }`, a folder whose go.mod requires the module and whose go.sum
+ * the download is checked against.
+ */
+export function goModuleDir(module: string, version: string | { pinnedBy: string }): Promise<string> {
+  const key = typeof version === 'string' ? `${module}@${version}` : `${module} (pinned by ${version.pinnedBy})`;
   let dir = known.get(key);
   if (!dir) {
-    dir = download(key);
+    dir = typeof version === 'string' ? download(`${module}@${version}`, tmpdir(), { GOWORK: 'off' }) : download(module, version.pinnedBy, { GOFLAGS: '-mod=readonly' });
     // A failure is not remembered: the next call tries again (the network may be back).
     dir.catch(() => known.delete(key));
     known.set(key, dir);
@@ -26,11 +30,14 @@ export function goModuleDir(module: string, version: string): Promise<string> {
   return dir;
 }
 
-function download(key: string): Promise<string> {
+/**
+ * `go mod download -json key` in `cwd`: a version outside any module (a go.mod or go.work around the
+ * caller's folder must not change the answer), or a module as the go.mod in `cwd` pins it.
+ */
+function download(key: string, cwd: string, extraEnv: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
-    // Outside any module (a go.mod or go.work around the caller's folder must not change the answer).
-    const env = { ...process.env, GOWORK: 'off' };
-    execFile('go', ['mod', 'download', '-json', key], { cwd: tmpdir(), env, maxBuffer: 16 * 1024 * 1024, timeout: 600_000 }, (err, stdout, stderr) => {
+    const env = { ...process.env, ...extraEnv };
+    execFile('go', ['mod', 'download', '-json', key], { cwd, env, maxBuffer: 16 * 1024 * 1024, timeout: 600_000 }, (err, stdout, stderr) => {
       const e = err as (NodeJS.ErrnoException & { code?: string | number }) | null;
       if (e?.code === 'ENOENT') {
         reject(new Error(`the Go module ${key} is read through the Go toolchain, which was not found: no \`go\` on PATH. Install Go 1.26 or newer.`));

@@ -2,10 +2,10 @@
 // PodMonitor and PrometheusRule against the real schemas: the files of example/prometheus-operator-crd in
 // the module pinned by go.mod and go.sum beside this file, fetched once into the Go module cache (`go mod
 // download`, verified against go.sum). Nothing is built.
-import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { goModuleDir } from '../lib/gomod.ts';
 
 const moduleDir = fileURLToPath(new URL('.', import.meta.url));
 const MODULE = 'github.com/prometheus-operator/prometheus-operator';
@@ -19,13 +19,6 @@ export async function prometheusOperatorVersion(): Promise<string> {
 
 /** Paths of the CRD files of these kinds (plural names: servicemonitors, podmonitors, prometheusrules). */
 export async function prometheusOperatorCRDs(plurals: string[]): Promise<string[]> {
-  const dir = await new Promise<string>((resolve, reject) => {
-    execFile('go', ['mod', 'download', '-json', MODULE], { cwd: moduleDir, env: { ...process.env, GOFLAGS: '-mod=readonly' }, timeout: 600_000 }, (err, stdout, stderr) => {
-      if ((err as NodeJS.ErrnoException | null)?.code === 'ENOENT')
-        return reject(new Error(`the Prometheus Operator's CRDs come from its Go module, and there is no \`go\` on PATH: install Go 1.26 or newer`));
-      if (err) return reject(new Error(`go mod download ${MODULE} (in ${moduleDir}) failed: ${stderr.trim() || stdout.trim() || err.message}`));
-      resolve((JSON.parse(stdout) as { Dir: string }).Dir);
-    });
-  });
+  const dir = await goModuleDir(MODULE, { pinnedBy: moduleDir });
   return plurals.map((p) => join(dir, 'example', 'prometheus-operator-crd', `monitoring.coreos.com_${p}.yaml`));
 }

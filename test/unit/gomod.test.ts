@@ -2,14 +2,22 @@
 // CSI spec's csi.proto; a module that cannot be had, or no Go at all, fails saying which and why.
 // Real `go`: the module comes from the module cache, else from the Go module proxy (as every Go build here).
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import test from 'ava';
 import { pathWithoutGo } from '../../hack/lib/gobuild.ts';
 import { goModuleDir } from '../../hack/lib/gomod.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 
 test.serial('the CSI spec module v1.13.0: its directory, with csi.proto in it', async (t) => {
   const dir = await goModuleDir('github.com/container-storage-interface/spec', 'v1.13.0');
   t.regex(dir, /\/github\.com\/container-storage-interface\/spec@v1\.13\.0$/);
   t.true(existsSync(`${dir}/csi.proto`));
+});
+
+test.serial("a module pinned by a folder's go.mod and go.sum: the version that go.mod requires (the CSI descriptors' kubelet)", async (t) => {
+  const dir = await goModuleDir('k8s.io/kubelet', { pinnedBy: join(REPO_ROOT, 'hack/csiproto') });
+  t.regex(dir, /\/k8s\.io\/kubelet@v0\.35\.4$/);
+  t.true(existsSync(`${dir}/pkg/apis/pluginregistration/v1/api.proto`));
 });
 
 test.serial('a version that cannot be had names the module, the version and go’s reason', async (t) => {
