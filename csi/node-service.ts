@@ -3,22 +3,21 @@
 // of the volume in the disk dir, and answers in the spec's terms. It keeps nothing in memory but the calls
 // in progress: what is staged and published is found again on the node, so a restart under running pods
 // loses nothing. It needs no Kubernetes API access: the volume's disk comes with the request.
-import { readdir } from 'node:fs/promises';
+import { basename } from 'node:path';
 import { CSI_TOPOLOGY_KEY } from '../api/constants.ts';
-import { diskIdFromFileName, diskIdProblem, nodeDiskName } from '../api/names.ts';
+import { diskIdFromFileName, nodeDiskName } from '../api/names.ts';
 import { checkCapability, fsTypeOf } from './capabilities.ts';
 import { CsiError, invalid } from './errors.ts';
 import type { NodeGetVolumeStatsRequest, NodePublishVolumeRequest, NodeStageVolumeRequest, NodeUnpublishVolumeRequest, NodeUnstageVolumeRequest, VolumeCapability } from './types.ts';
 import { parseVolumeId } from './volume-id.ts';
 import type { VolumeUsage } from './types.ts';
 
-/** How many names of the disk dir are looked at to find a volume's image (the agent's bound too). */
-const MAX_DIR_ENTRIES = 10_000;
-
 /** The work on the node (./node-volumes.ts), each operation idempotent. */
 export interface NodeVolumes {
   /** The image `<diskDir>/<diskID>.img`, checked to be a regular file reached by no symlink. */
   openImage(diskDir: string, diskID: string): Promise<string>;
+  /** The images of the disk dir whose NodeDisk name on `nodeName` is `name` (a call with only a volume ID). */
+  imagesNamed(diskDir: string, nodeName: string, name: string): Promise<string[]>;
   stage(o: { image: string; stagingPath: string; mode: 'filesystem' | 'block'; fsType: string; mountOptions: string[]; readOnly: boolean }): Promise<unknown>;
   unstage(o: { stagingPath: string; image?: string }): Promise<void>;
   publish(o: { image: string; stagingPath: string; targetPath: string; mode: 'filesystem' | 'block'; readOnly: boolean; mountOptions: string[] }): Promise<void>;
@@ -89,14 +88,17 @@ export class NodeService {
     let diskID = context?.diskID;
     if (context?.node !== undefined && context.node !== this.o.nodeName) throw new CsiError('FAILED_PRECONDITION', `volume ${volumeIdText} is on node ${context.node}, not on ${this.o.nodeName}`);
     if (diskID === undefined) {
-      const names = await readdir(this.o.diskDir).catch((err: NodeJS.ErrnoException) => {
-        throw new CsiError('INTERNAL', `cannot read the disk dir ${this.o.diskDir}: ${err.code ?? err.message}`);
-      });
-      for (const name of names.slice(0, MAX_DIR_ENTRIES)) {
-        const d = diskIdFromFileName(name);
-        if (d !== undefined && diskIdProblem(d) === undefined && nodeDiskName(this.o.nodeName, d) === id.nodeDisk) diskID = d;
+      let images: string[];
+      try {
+        images = await this.o.volumes.imagesNamed(this.o.diskDir, this.o.nodeName, id.nodeDisk);
+      } catch (err) {
+        return mapVolumeError(err);
       }
-      if (diskID === undefined) throw new CsiError('NOT_FOUND', `volume ${volumeIdText}: NodeDisk ${id.nodeDisk} is not a disk of node ${this.o.nodeName}`);
+      if (images.length === 0) throw new CsiError('NOT_FOUND', `volume ${volumeIdText}: NodeDisk ${id.nodeDisk} is not a disk of node ${this.o.nodeName}`);
+      // Two file names that make the same NodeDisk name: the agent reports one of them; which is not known here.
+      if (images.length > 1) throw new CsiError('FAILED_PRECONDITION', `volume ${volumeIdText}: images ${images.join(', ')} all make NodeDisk ${id.nodeDisk}: rename all but one`);
+      diskID = diskIdFromFileName(basename(images[0] ?? ''));
+      if (diskID === undefined) throw new CsiError('INTERNAL', `volume ${volumeIdText}: ${images[0]} is not a disk image name`);
     } else if (nodeDiskName(this.o.nodeName, diskID) !== id.nodeDisk) {
       throw new CsiError('NOT_FOUND', `volume ${volumeIdText}: its context names disk ${JSON.stringify(diskID)}, which is not NodeDisk ${id.nodeDisk} of node ${this.o.nodeName}`);
     }
