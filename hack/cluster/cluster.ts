@@ -29,7 +29,7 @@ import { buildCsiImages, buildImages } from './images.ts';
 import { holderCommand, SHARED_PATHS } from './holder.ts';
 import { buildNetwork } from './network.ts';
 import { apiserverArgs, controllerManagerArgs, etcdArgs, schedulerArgs } from './controlplane-args.ts';
-import { containerdConfig, kubeletConfig } from './node-config.ts';
+import { containerdConfig, kubeletConfig, podNetworkConfig } from './node-config.ts';
 import { writeArchive } from './oci.ts';
 import { makePki, writeKubeconfig } from './pki.ts';
 import { splice } from './splice.ts';
@@ -187,7 +187,7 @@ export class Cluster {
   async startNode(n: NodeSpec): Promise<void> {
     for (const sub of ['cni', 'volume-plugins', 'cert', ...NODE_MOUNTS.map(([, s]) => s), ...KUBELET_PLUGIN_DIRS]) await mkdir(join(n.dir, sub), { recursive: true });
     await mkdir(join(n.dir, 'node-disks-manager', 'disks'), { recursive: true });
-    await writeFile(join(n.dir, 'cni', '10-loopback.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'loopback', plugins: [{ type: 'loopback' }] }));
+    await writeFile(join(n.dir, 'cni', '10-nodedisks-pods.conflist'), podNetworkConfig(n));
     await writeFile(join(n.dir, 'containerd.toml'), containerdConfig(n));
     await writeFile(join(n.dir, 'kubelet.yaml'), kubeletConfig(n));
     for (const [host] of NODE_MOUNTS) {

@@ -33,7 +33,7 @@ const DISK_BYTES = 64 * 1024 * 1024;
 const PACKAGES: [pkg: string, file: string][] = [
   ['containerd', '/usr/bin/containerd'],
   ['runc', '/usr/sbin/runc'],
-  ['containernetworking-plugins', '/usr/lib/cni/loopback'],
+  ['containernetworking-plugins', '/usr/lib/cni/bridge'],
 ];
 
 async function ensurePackages(): Promise<void> {

@@ -56,3 +56,25 @@ export function kubeletConfig(n: NodeSpec): string {
     localStorageCapacityIsolation: true,
   });
 }
+
+/**
+ * The node's CNI network for pods that are not hostNetwork (the baseline Pod Security Standard forbids
+ * hostNetwork): the reference `bridge` plugin with host-local addresses from the node's range. The bridge
+ * is made inside the node's network namespace and no masquerading is asked for, so nothing of the host
+ * (links, iptables) is touched; containerd's CRI adds the loopback itself.
+ */
+export function podNetworkConfig(n: NodeSpec): string {
+  return JSON.stringify({
+    cniVersion: '1.0.0',
+    name: 'nodedisks-pods',
+    plugins: [
+      {
+        type: 'bridge',
+        bridge: 'ndcpods0',
+        isGateway: true,
+        ipMasq: false,
+        ipam: { type: 'host-local', ranges: [[{ subnet: n.podCidr }]], routes: [{ dst: '0.0.0.0/0' }] },
+      },
+    ],
+  });
+}

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 export const SWITCH_NS = 'ndc-sw';
 export const BRIDGE = 'ndcbr0';
 export const SUBNET_PREFIX = '10.213.0';
+/** Pods of node 10.213.0.N get 10.214.N.0/24: one range per node, routed by the switch namespace. */
+export const POD_SUBNET_PREFIX = '10.214';
 export const API_ADDRESS = `${SUBNET_PREFIX}.1`;
 export const API_PORT = 6443;
 export const CP_CGROUP = 'ndc-cp';
@@ -18,12 +20,14 @@ export interface NodeSpec {
   netns: string; // ndc-m02
   cgroup: string; // ndc-m02
   ip: string;
+  /** The node's pod network (CNI bridge inside the node's namespace): pods get addresses here. */
+  podCidr: string;
   dir: string;
 }
 
 export function nodeSpec(dataDir: string, name: string, index: number): NodeSpec {
   const short = name.slice(name.lastIndexOf('-') + 1);
-  return { name, short, netns: `ndc-${short}`, cgroup: `ndc-${short}`, ip: `${SUBNET_PREFIX}.${12 + index}`, dir: join(dataDir, 'nodes', short) };
+  return { name, short, netns: `ndc-${short}`, cgroup: `ndc-${short}`, ip: `${SUBNET_PREFIX}.${12 + index}`, podCidr: `${POD_SUBNET_PREFIX}.${12 + index}.0/24`, dir: join(dataDir, 'nodes', short) };
 }
 
 /**
@@ -37,6 +41,10 @@ export const NODE_MOUNTS: [hostPath: string, nodeSubdir: string][] = [
   ['/var/log/containers', 'log-containers'],
   ['/var/log/pods', 'log-pods'],
   ['/var/lib/node-disks-manager', 'node-disks-manager'],
+  // The CNI's state (libcni's result cache, host-local's leases) and the pods' network namespaces,
+  // which containerd mounts under /var/run/netns: each node's own, never the host's.
+  ['/var/lib/cni', 'cni-state'],
+  ['/var/run/netns', 'netns'],
 ];
 
 /**
