@@ -1,0 +1,414 @@
+// Teams' pods get NodeDisks through PVCs of StorageClass nodedisks on the local 3-node cluster (root only;
+// `npm run test:e2e`), once per install (csi.test.ts: kustomize, csi-helm.test.ts: the chart): the real
+// kube-scheduler with CSIStorageCapacity, the real csi-provisioner, the kubelets calling the driver's node
+// side through the plugin watcher's registration. Every pod runs in a namespace that enforces the baseline
+// Pod Security Standard. One cluster for the file; the tests run in order.
+import test, { type ExecutionContext } from 'ava';
+import { execFile } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
+import { readSysctls } from '../../hack/cluster/host.ts';
+import { imageRef } from '../../hack/cluster/images.ts';
+import { clusterEnv, interruptAndCheckTornDown, onNode, startCluster, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
+import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
+
+const [M02] = NODE_NAMES as [string, string, string];
+const TEAM = 'team-pv';
+const SECOND = 'team-next';
+const BIN = join(REPO_ROOT, 'dist', 'bin');
+
+export async function csiSuite(INSTALL: 'kustomize' | 'helm'): Promise<void> {
+  const { dataDir, env } = clusterEnv();
+  const before = await readSysctls();
+  let run: Run | undefined;
+  let kubectl = '';
+  const { k } = nodeDisksE2E(dataDir, env, () => kubectl);
+
+  test.before(async () => {
+    kubectl = (await ensureBinaries()).kubectl;
+    run = startCluster(env, INSTALL === 'helm' ? ['--install=helm'] : []);
+    await waitForOutput(run, UP, 40 * MINUTES);
+  });
+
+  test.after.always(async () => {
+    if (run && run.child.exitCode === null) {
+      run.child.kill('SIGINT');
+      await run.exited;
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** `kubectl nodedisks …` as a person types it: the plugin from this checkout's build on PATH. */
+  function plugin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    return new Promise((resolve) => {
+      execFile(
+        kubectl,
+        ['nodedisks', ...args],
+        { env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, KUBECONFIG: join(dataDir, 'kubeconfig') }, timeout: 120_000 },
+        (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+      );
+    });
+  }
+
+  async function apply(name: string, manifest: unknown): Promise<void> {
+    const file = join(dataDir, `${name}.json`);
+    writeFileSync(file, JSON.stringify(manifest, null, 2));
+    await k(['apply', '-f', file]);
+  }
+
+  /** A container of an image every node has (never pulled) running a Node.js script, as a team's app would run. */
+  function app(name: string, script: string, extra: Record<string, unknown> = {}) {
+    return { name, image: imageRef('node-disks-agent'), imagePullPolicy: 'Never', command: ['/nodejs/bin/node', '-e', script], ...extra };
+  }
+
+  const pvc = (ns: string, name: string, size: string, mode: 'Filesystem' | 'Block' = 'Filesystem') => ({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace: ns },
+    spec: { storageClassName: 'nodedisks', accessModes: ['ReadWriteOnce'], volumeMode: mode, resources: { requests: { storage: size } } },
+  });
+
+  const podLine = (ns: string, pod: string) => k(['-n', ns, 'get', 'pod', pod, '-o', 'jsonpath={.status.phase} {.spec.nodeName} {.metadata.uid}']);
+  const logs = (ns: string, pod: string) => k(['-n', ns, 'logs', pod]);
+  const pvOf = (ns: string, claim: string) => k(['-n', ns, 'get', 'pvc', claim, '-o', 'jsonpath={.spec.volumeName}']);
+  /** The NodeDisk a PV holds: its volume handle's first half (ADR 39). */
+  const diskOf = async (pv: string) => (await k(['get', 'pv', pv, '-o', 'jsonpath={.spec.csi.volumeHandle}'])).split('/')[0] ?? '';
+
+  async function running(ns: string, pod: string, minutes = 4): Promise<string[]> {
+    const line = await until(
+      `pod ${ns}/${pod} Running`,
+      minutes * MINUTES,
+      () => podLine(ns, pod),
+      (l) => l.startsWith('Running '),
+    );
+    return line.split(' ');
+  }
+
+  async function baselineNamespace(ns: string): Promise<void> {
+    await k(['create', 'namespace', ns]);
+    await k(['label', 'namespace', ns, 'pod-security.kubernetes.io/enforce=baseline', 'pod-security.kubernetes.io/enforce-version=latest']);
+  }
+
+  async function gone(t: ExecutionContext, what: string, args: string[]): Promise<void> {
+    await until(
+      what,
+      3 * MINUTES,
+      () => k(['get', ...args, '--ignore-not-found', '-o', 'name']),
+      (o) => o.trim() === '',
+    );
+    t.pass();
+  }
+
+  test.serial(`the driver is installed (${INSTALL}): CSIDriver, StorageClass nodedisks, every kubelet registered it with the node topology, and capacity is published per node`, async (t) => {
+    t.timeout(6 * MINUTES);
+    t.is(await k(['get', 'csidriver', 'nodedisks.localtest.example.com', '-o', 'jsonpath={.spec.attachRequired} {.spec.storageCapacity}']), 'false true');
+    t.is(await k(['get', 'storageclass', 'nodedisks', '-o', 'jsonpath={.provisioner} {.volumeBindingMode} {.reclaimPolicy}']), 'nodedisks.localtest.example.com WaitForFirstConsumer Delete');
+    for (const node of NODE_NAMES) {
+      await until(
+        `the kubelet of ${node} registered the driver`,
+        3 * MINUTES,
+        () => k(['get', 'csinode', node, '-o', 'jsonpath={.spec.drivers[?(@.name=="nodedisks.localtest.example.com")].nodeID}']),
+        (id) => id === node,
+      );
+    }
+    t.is(await k(['get', 'node', M02, '-o', 'jsonpath={.metadata.labels.topology\\.nodedisks\\.localtest\\.example\\.com/node}']), M02);
+    // Three 64 MiB disks free on each node: the largest free disk is what the scheduler compares a PVC with.
+    const caps = await until(
+      'CSIStorageCapacity for every node',
+      3 * MINUTES,
+      () =>
+        k([
+          '-n',
+          NS,
+          'get',
+          'csistoragecapacities',
+          '-o',
+          'jsonpath={range .items[*]}{.nodeTopology.matchLabels.topology\\.nodedisks\\.localtest\\.example\\.com/node} {.capacity} {.maximumVolumeSize}{"\\n"}{end}',
+        ]),
+      (o) => NODE_NAMES.every((n) => o.includes(`${n} 192Mi 64Mi`)),
+    );
+    t.log(caps);
+  });
+
+  test.serial('a 3-replica StatefulSet lands one pod per node, each on its own disk; a pod deleted comes back on the same node and reads its data', async (t) => {
+    t.timeout(12 * MINUTES);
+    await baselineNamespace(TEAM);
+    const script = `
+const fs = require('fs');
+const f = '/data/who';
+if (fs.existsSync(f)) console.log('found ' + fs.readFileSync(f, 'utf8'));
+else { fs.writeFileSync(f, process.env.HOSTNAME); console.log('wrote ' + process.env.HOSTNAME); }
+setInterval(() => {}, 1 << 30);`;
+    await apply('sts', {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name: 'db', namespace: TEAM },
+      spec: {
+        serviceName: 'db',
+        replicas: 3,
+        selector: { matchLabels: { app: 'db' } },
+        template: {
+          metadata: { labels: { app: 'db' } },
+          spec: {
+            affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: 'db' } }, topologyKey: 'kubernetes.io/hostname' }] } },
+            securityContext: { runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000 },
+            terminationGracePeriodSeconds: 1,
+            containers: [app('db', script, { volumeMounts: [{ name: 'data', mountPath: '/data' }] })],
+          },
+        },
+        volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: pvc(TEAM, 'data', '32Mi').spec }],
+      },
+    });
+    const nodes = new Set<string>();
+    const disks = new Set<string>();
+    for (const i of [0, 1, 2]) {
+      const [, node = ''] = await running(TEAM, `db-${i}`, 8);
+      nodes.add(node);
+      t.is(await logs(TEAM, `db-${i}`), `wrote db-${i}\n`);
+      const pv = await pvOf(TEAM, `data-db-${i}`);
+      const disk = await diskOf(pv);
+      disks.add(disk);
+      // The NodeDisk is the PV's, on the pod's node, with its marker there (Reserved ⇔ marker).
+      t.is(await k(['get', 'nodedisk', disk, '-o', 'jsonpath={.spec.nodeName} {.spec.desired.owner} {.status.node.phase}']), `${node} pv:${pv} Reserved`);
+      const diskID = await k(['get', 'nodedisk', disk, '-o', 'jsonpath={.spec.diskID}']);
+      t.is((await onNode(env, node, ['cat', `${DISK_DIR}/${diskID}.img.reserved`])).trim(), 'reserved');
+    }
+    t.is(nodes.size, 3, 'one pod per node');
+    t.is(disks.size, 3);
+    // The pod goes; the StatefulSet makes it again, on the node of its PV, with its data.
+    const [, node0, uid0] = await running(TEAM, 'db-0');
+    await k(['-n', TEAM, 'delete', 'pod', 'db-0', '--wait=true']);
+    const [, node0again, uid0again] = (
+      await until(
+        'db-0 back',
+        4 * MINUTES,
+        () => podLine(TEAM, 'db-0'),
+        (l) => l.startsWith('Running ') && !l.endsWith(uid0 ?? ''),
+      )
+    ).split(' ');
+    t.is(node0again, node0);
+    t.not(uid0again, uid0);
+    t.is(await logs(TEAM, 'db-0'), 'found db-0\n');
+  });
+
+  test.serial('the agent and the node side restarted under a running pod keep its mount: the pod reads and writes on, and its volume is unmounted cleanly afterwards', async (t) => {
+    t.timeout(8 * MINUTES);
+    const [, node = ''] = await running(TEAM, 'db-1');
+    const agentPod = (
+      await k(['-n', NS, 'get', 'pods', '-l', 'app.kubernetes.io/name=node-disks-agent', '--field-selector', `spec.nodeName=${node}`, '-o', 'jsonpath={.items[0].metadata.name}'])
+    ).trim();
+    await k(['-n', NS, 'delete', 'pod', agentPod, '--wait=true']);
+    await until(
+      `a new agent pod on ${node} ready`,
+      4 * MINUTES,
+      () =>
+        k([
+          '-n',
+          NS,
+          'get',
+          'pods',
+          '-l',
+          'app.kubernetes.io/name=node-disks-agent',
+          '--field-selector',
+          `spec.nodeName=${node}`,
+          '-o',
+          'jsonpath={.items[0].metadata.name} {.items[0].status.containerStatuses[*].ready}',
+        ]),
+      (l) => !l.startsWith(agentPod) && l.endsWith('true true'),
+    );
+    t.is(
+      await k(['-n', TEAM, 'exec', 'db-1', '--', '/nodejs/bin/node', '-e', "const fs=require('fs');fs.writeFileSync('/data/after','x');console.log(fs.readFileSync('/data/who','utf8'))"]),
+      'db-1\n',
+    );
+    // The new node side unpublishes and unstages what the old one set up.
+    await k(['-n', TEAM, 'scale', 'statefulset', 'db', '--replicas=0']);
+    await gone(t, 'the StatefulSet pods gone', ['-n', TEAM, 'pods', '-l', 'app=db']);
+    const mounts = await onNode(env, node, ['cat', '/proc/self/mountinfo']);
+    t.notRegex(mounts, /kubernetes\.io~csi|nodedisks\.localtest\.example\.com\/[0-9a-f]+\/globalmount/, 'nothing of the volume is mounted on the node');
+  });
+
+  test.serial('deleting a PVC while its pod runs waits for the pod; then the disk is wiped, and a second team gets it with none of the old bytes', async (t) => {
+    t.timeout(10 * MINUTES);
+    // The StatefulSet's volumes go first: on this one-kernel cluster a node's agent cannot tell another node's
+    // loop device of the same disk ID from its own (docs/adr/0039-csi-driver.md), so no other disk1 is staged.
+    await k(['-n', TEAM, 'delete', 'statefulset', 'db', '--wait=true']);
+    await k(['-n', TEAM, 'delete', 'pvc', '--all', '--wait=true', '--timeout=180s']);
+    await gone(t, 'the StatefulSet PVs gone', ['pv', '-l', '!nothing']);
+    await apply('one-pvc', pvc(TEAM, 'scratch', '32Mi'));
+    const secret = 'team-pv wrote this';
+    await apply('one-pod', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'writer', namespace: TEAM },
+      spec: {
+        nodeSelector: { 'kubernetes.io/hostname': M02 },
+        terminationGracePeriodSeconds: 1,
+        securityContext: { runAsUser: 1000, fsGroup: 1000 },
+        containers: [
+          app(
+            'w',
+            `require('fs').writeFileSync('/data/secret', ${JSON.stringify(secret.repeat(1000))}); require('child_process').execFileSync('/nodejs/bin/node', ['-e', '']); console.log('written'); setInterval(() => {}, 1 << 30);`,
+            {
+              volumeMounts: [{ name: 'd', mountPath: '/data' }],
+            },
+          ),
+        ],
+        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'scratch' } }],
+      },
+    });
+    await running(TEAM, 'writer');
+    const pv = await pvOf(TEAM, 'scratch');
+    const disk = await diskOf(pv);
+    const diskID = await k(['get', 'nodedisk', disk, '-o', 'jsonpath={.spec.diskID}']);
+    const image = `${DISK_DIR}/${diskID}.img`;
+    await onNode(env, M02, ['sync']);
+    // pvc-protection: the PVC is Terminating while the pod uses it, and its disk stays the PV's.
+    await k(['-n', TEAM, 'delete', 'pvc', 'scratch', '--wait=false']);
+    await new Promise((r) => setTimeout(r, 5000));
+    t.regex(await k(['-n', TEAM, 'get', 'pvc', 'scratch', '-o', 'jsonpath={.metadata.deletionTimestamp} {.metadata.finalizers}']), /\S+ .*kubernetes\.io\/pvc-protection/);
+    t.is(await k(['get', 'nodedisk', disk, '-o', 'jsonpath={.spec.desired.owner}']), `pv:${pv}`);
+    t.is((await running(TEAM, 'writer'))[0], 'Running');
+    // The pod goes: the PVC, the PV and the reservation go, and the agent wipes the image first.
+    await k(['-n', TEAM, 'delete', 'pod', 'writer', '--wait=true']);
+    await gone(t, 'the PV gone', ['pv', pv]);
+    const wiped = await until(
+      `${disk} wiped and free`,
+      4 * MINUTES,
+      () => k(['get', 'nodedisk', disk, '-o', 'jsonpath={.spec.desired.state} {.spec.desired.wipe} {.status.node.wipedFor} {.status.node.phase}']),
+      (l) => /^Available (pv-\S+) \1 Available$/.test(l),
+    );
+    t.log(wiped);
+    t.is((await onNode(env, M02, ['grep', '-c', 'team-pv wrote', image]).catch(() => '0\n')).trim(), '0', 'the image holds none of the old bytes');
+    // A second team's PVC on that node gets a disk with no trace of the first's.
+    await baselineNamespace(SECOND);
+    await apply('second-pvc', pvc(SECOND, 'fresh', '32Mi'));
+    await apply('second-pod', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'reader', namespace: SECOND },
+      spec: {
+        nodeSelector: { 'kubernetes.io/hostname': M02 },
+        terminationGracePeriodSeconds: 1,
+        securityContext: { runAsUser: 1000, fsGroup: 1000 },
+        containers: [
+          app('r', "console.log(JSON.stringify(require('fs').readdirSync('/data').filter((f) => f !== 'lost+found'))); setInterval(() => {}, 1 << 30);", {
+            volumeMounts: [{ name: 'd', mountPath: '/data' }],
+          }),
+        ],
+        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'fresh' } }],
+      },
+    });
+    await running(SECOND, 'reader');
+    t.is(await logs(SECOND, 'reader'), '[]\n', 'a fresh filesystem');
+    await k(['-n', SECOND, 'delete', 'pod', 'reader', '--wait=true']);
+    await k(['-n', SECOND, 'delete', 'pvc', 'fresh', '--wait=true']);
+  });
+
+  test.serial('a Block PVC: the pod gets the raw device and reads back what it wrote', async (t) => {
+    t.timeout(6 * MINUTES);
+    await apply('block-pvc', pvc(TEAM, 'raw', '32Mi', 'Block'));
+    const script = `
+const fs = require('fs');
+const fd = fs.openSync('/dev/xvda', 'r+');
+const data = Buffer.from('block bytes at 1 MiB');
+fs.writeSync(fd, data, 0, data.length, 1 << 20);
+fs.fsyncSync(fd);
+const back = Buffer.alloc(data.length);
+fs.readSync(fd, back, 0, back.length, 1 << 20);
+console.log(back.toString(), fs.fstatSync(fd).isBlockDevice());
+setInterval(() => {}, 1 << 30);`;
+    await apply('block-pod', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'raw', namespace: TEAM },
+      spec: {
+        terminationGracePeriodSeconds: 1,
+        containers: [app('raw', script, { volumeDevices: [{ name: 'd', devicePath: '/dev/xvda' }] })],
+        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'raw' } }],
+      },
+    });
+    await running(TEAM, 'raw');
+    t.is(
+      await until(
+        'the pod wrote and read',
+        MINUTES,
+        () => logs(TEAM, 'raw'),
+        (l) => l !== '',
+      ),
+      'block bytes at 1 MiB true\n',
+    );
+    await k(['-n', TEAM, 'delete', 'pod', 'raw', '--wait=true']);
+    await k(['-n', TEAM, 'delete', 'pvc', 'raw', '--wait=true']);
+  });
+
+  test.serial("a PVC larger than any disk leaves its pod Pending with the scheduler's capacity reason; reserve, the label and a claim never get a PV's disk", async (t) => {
+    t.timeout(6 * MINUTES);
+    await apply('big-pvc', pvc(TEAM, 'big', '1Gi'));
+    await apply('big-pod', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'big', namespace: TEAM },
+      spec: {
+        containers: [app('big', 'setInterval(() => {}, 1 << 30)', { volumeMounts: [{ name: 'd', mountPath: '/data' }] })],
+        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'big' } }],
+      },
+    });
+    const why = await until(
+      'the scheduler says why',
+      3 * MINUTES,
+      () => k(['-n', TEAM, 'get', 'events', '--field-selector', 'involvedObject.name=big,reason=FailedScheduling', '-o', 'jsonpath={.items[*].message}']),
+      (m) => m.includes('did not have enough free storage'),
+    );
+    t.regex(why, /0\/3 nodes are available: .*3 node\(s\) did not have enough free storage/);
+    t.is(await k(['-n', TEAM, 'get', 'pod', 'big', '-o', 'jsonpath={.status.phase}']), 'Pending');
+    await k(['-n', TEAM, 'delete', 'pod', 'big', '--wait=true']);
+    await k(['-n', TEAM, 'delete', 'pvc', 'big', '--wait=true']);
+
+    // A PV's disk, then everyone else's attempts at it.
+    await apply('held-pvc', pvc(TEAM, 'held', '32Mi'));
+    await apply('held-pod', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'held', namespace: TEAM },
+      spec: {
+        terminationGracePeriodSeconds: 1,
+        containers: [app('h', 'setInterval(() => {}, 1 << 30)', { volumeMounts: [{ name: 'd', mountPath: '/data' }] })],
+        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'held' } }],
+      },
+    });
+    await running(TEAM, 'held');
+    const pv = await pvOf(TEAM, 'held');
+    const disk = await diskOf(pv);
+    const reserve = await plugin(['reserve', disk, '--owner', 'alice']);
+    t.not(reserve.code, 0);
+    t.regex(reserve.stderr, /reserved/);
+    await k(['label', 'nodedisk', disk, 'localtest.example.com/auto-reserve=true']);
+    await until(
+      'the label refused',
+      2 * MINUTES,
+      () => k(['get', 'nodedisk', disk, '-o', 'jsonpath={.status.conditions[?(@.type=="Accepted")].reason}']),
+      (r) => r === 'ReservedByOther',
+    );
+    await k(['label', 'nodedisk', disk, 'localtest.example.com/auto-reserve-']);
+    await apply('claim', { apiVersion: 'localtest.example.com/v1alpha1', kind: 'NodeDiskClaim', metadata: { name: 'wants', namespace: TEAM }, spec: { diskName: disk } });
+    await until(
+      'the claim Pending',
+      2 * MINUTES,
+      () => k(['-n', TEAM, 'get', 'ndc', 'wants', '-o', 'jsonpath={.status.phase}']),
+      (p) => p === 'Pending',
+    );
+    t.is(await k(['get', 'nodedisk', disk, '-o', 'jsonpath={.spec.desired.owner}']), `pv:${pv}`);
+    await k(['-n', TEAM, 'delete', 'ndc', 'wants', '--wait=true']);
+    await k(['-n', TEAM, 'delete', 'pod', 'held', '--wait=true']);
+    await k(['-n', TEAM, 'delete', 'pvc', 'held', '--wait=true']);
+  });
+
+  test.serial('Ctrl-C tears the cluster down: no loop device, mount, namespace or cgroup left', async (t) => {
+    t.timeout(5 * MINUTES);
+    if (!run) return t.fail('no cluster');
+    await interruptAndCheckTornDown(t, run, before);
+  });
+}
