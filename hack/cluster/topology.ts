@@ -27,7 +27,15 @@ export interface NodeSpec {
 
 export function nodeSpec(dataDir: string, name: string, index: number): NodeSpec {
   const short = name.slice(name.lastIndexOf('-') + 1);
-  return { name, short, netns: `ndc-${short}`, cgroup: `ndc-${short}`, ip: `${SUBNET_PREFIX}.${12 + index}`, podCidr: `${POD_SUBNET_PREFIX}.${12 + index}.0/24`, dir: join(dataDir, 'nodes', short) };
+  return {
+    name,
+    short,
+    netns: `ndc-${short}`,
+    cgroup: `ndc-${short}`,
+    ip: `${SUBNET_PREFIX}.${12 + index}`,
+    podCidr: `${POD_SUBNET_PREFIX}.${12 + index}.0/24`,
+    dir: join(dataDir, 'nodes', short),
+  };
 }
 
 /**
