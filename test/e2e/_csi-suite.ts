@@ -4,54 +4,24 @@
 // side through the plugin watcher's registration. Every pod runs in a namespace that enforces the baseline
 // Pod Security Standard. One cluster for the file; the tests run in order.
 import test, { type ExecutionContext } from 'ava';
-import { execFile } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { readSysctls } from '../../hack/cluster/host.ts';
 import { imageRef } from '../../hack/cluster/images.ts';
-import { clusterEnv, interruptAndCheckTornDown, onNode, startCluster, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
+import { interruptAndCheckTornDown, onNode, until } from '../../hack/cluster/run.ts';
 import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
-import { REPO_ROOT } from '../../hack/lib/paths.ts';
-import { MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
+import { clusterForFile, MINUTES, NS, nodeDisksE2E, runPlugin } from './_nodedisks.ts';
 
 const [M02] = NODE_NAMES as [string, string, string];
 const TEAM = 'team-pv';
 const SECOND = 'team-next';
-const BIN = join(REPO_ROOT, 'dist', 'bin');
 
 export async function csiSuite(INSTALL: 'kustomize' | 'helm'): Promise<void> {
-  const { dataDir, env } = clusterEnv();
+  const cluster = clusterForFile(test, INSTALL === 'helm' ? ['--install=helm'] : []);
+  const { dataDir, env } = cluster;
   const before = await readSysctls();
-  let run: Run | undefined;
-  let kubectl = '';
-  const { k } = nodeDisksE2E(dataDir, env, () => kubectl);
-
-  test.before(async () => {
-    kubectl = (await ensureBinaries()).kubectl;
-    run = startCluster(env, INSTALL === 'helm' ? ['--install=helm'] : []);
-    await waitForOutput(run, UP, 40 * MINUTES);
-  });
-
-  test.after.always(async () => {
-    if (run && run.child.exitCode === null) {
-      run.child.kill('SIGINT');
-      await run.exited;
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  /** `kubectl nodedisks …` as a person types it: the plugin from this checkout's build on PATH. */
-  function plugin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    return new Promise((resolve) => {
-      execFile(
-        kubectl,
-        ['nodedisks', ...args],
-        { env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, KUBECONFIG: join(dataDir, 'kubeconfig') }, timeout: 120_000 },
-        (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
-      );
-    });
-  }
+  const { k } = nodeDisksE2E(dataDir, env, cluster.kubectl);
+  const plugin = (args: string[]) => runPlugin(cluster.kubectl(), join(dataDir, 'kubeconfig'), args);
 
   async function apply(name: string, manifest: unknown): Promise<void> {
     const file = join(dataDir, `${name}.json`);
@@ -70,6 +40,21 @@ export async function csiSuite(INSTALL: 'kustomize' | 'helm'): Promise<void> {
     metadata: { name, namespace: ns },
     spec: { storageClassName: 'nodedisks', accessModes: ['ReadWriteOnce'], volumeMode: mode, resources: { requests: { storage: size } } },
   });
+
+  /** A team's pod of `app()` running `script` with `claim` mounted at /data (or, with `block`, as /dev/xvda). */
+  const pvcPod = (ns: string, name: string, claim: string, script: string, o: { node?: string; user?: boolean; block?: boolean } = {}) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: ns },
+    spec: {
+      ...(o.node ? { nodeSelector: { 'kubernetes.io/hostname': o.node } } : {}),
+      terminationGracePeriodSeconds: 1,
+      ...(o.user ? { securityContext: { runAsUser: 1000, fsGroup: 1000 } } : {}),
+      containers: [app(name, script, o.block ? { volumeDevices: [{ name: 'd', devicePath: '/dev/xvda' }] } : { volumeMounts: [{ name: 'd', mountPath: '/data' }] })],
+      volumes: [{ name: 'd', persistentVolumeClaim: { claimName: claim } }],
+    },
+  });
+  const SLEEP = 'setInterval(() => {}, 1 << 30);';
 
   const podLine = (ns: string, pod: string) => k(['-n', ns, 'get', 'pod', pod, '-o', 'jsonpath={.status.phase} {.spec.nodeName} {.metadata.uid}']);
   const logs = (ns: string, pod: string) => k(['-n', ns, 'logs', pod]);
@@ -239,32 +224,18 @@ setInterval(() => {}, 1 << 30);`;
     await gone(t, 'the StatefulSet PVs gone', ['pv', '-l', '!nothing']);
     await apply('one-pvc', pvc(TEAM, 'scratch', '32Mi'));
     const secret = 'team-pv wrote this';
-    await apply('one-pod', {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'writer', namespace: TEAM },
-      spec: {
-        nodeSelector: { 'kubernetes.io/hostname': M02 },
-        terminationGracePeriodSeconds: 1,
-        securityContext: { runAsUser: 1000, fsGroup: 1000 },
-        containers: [
-          app(
-            'w',
-            `require('fs').writeFileSync('/data/secret', ${JSON.stringify(secret.repeat(1000))}); require('child_process').execFileSync('/nodejs/bin/node', ['-e', '']); console.log('written'); setInterval(() => {}, 1 << 30);`,
-            {
-              volumeMounts: [{ name: 'd', mountPath: '/data' }],
-            },
-          ),
-        ],
-        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'scratch' } }],
-      },
-    });
+    await apply(
+      'one-pod',
+      pvcPod(TEAM, 'writer', 'scratch', `require('fs').writeFileSync('/data/secret', ${JSON.stringify(secret.repeat(1000))}); console.log('written'); ${SLEEP}`, { node: M02, user: true }),
+    );
     await running(TEAM, 'writer');
     const pv = await pvOf(TEAM, 'scratch');
     const disk = await diskOf(pv);
     const diskID = await k(['get', 'nodedisk', disk, '-o', 'jsonpath={.spec.diskID}']);
     const image = `${DISK_DIR}/${diskID}.img`;
     await onNode(env, M02, ['sync']);
+    // The team's bytes are in the image now (else the check after the wipe would prove nothing).
+    t.not((await onNode(env, M02, ['grep', '-c', 'team-pv wrote', image]).catch(() => '0\n')).trim(), '0', 'the written bytes reached the image');
     // pvc-protection: the PVC is Terminating while the pod uses it, and its disk stays the PV's.
     await k(['-n', TEAM, 'delete', 'pvc', 'scratch', '--wait=false']);
     await new Promise((r) => setTimeout(r, 5000));
@@ -285,22 +256,10 @@ setInterval(() => {}, 1 << 30);`;
     // A second team's PVC on that node gets a disk with no trace of the first's.
     await baselineNamespace(SECOND);
     await apply('second-pvc', pvc(SECOND, 'fresh', '32Mi'));
-    await apply('second-pod', {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'reader', namespace: SECOND },
-      spec: {
-        nodeSelector: { 'kubernetes.io/hostname': M02 },
-        terminationGracePeriodSeconds: 1,
-        securityContext: { runAsUser: 1000, fsGroup: 1000 },
-        containers: [
-          app('r', "console.log(JSON.stringify(require('fs').readdirSync('/data').filter((f) => f !== 'lost+found'))); setInterval(() => {}, 1 << 30);", {
-            volumeMounts: [{ name: 'd', mountPath: '/data' }],
-          }),
-        ],
-        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'fresh' } }],
-      },
-    });
+    await apply(
+      'second-pod',
+      pvcPod(SECOND, 'reader', 'fresh', `console.log(JSON.stringify(require('fs').readdirSync('/data').filter((f) => f !== 'lost+found'))); ${SLEEP}`, { node: M02, user: true }),
+    );
     await running(SECOND, 'reader');
     t.is(await logs(SECOND, 'reader'), '[]\n', 'a fresh filesystem');
     await k(['-n', SECOND, 'delete', 'pod', 'reader', '--wait=true']);
@@ -319,17 +278,8 @@ fs.fsyncSync(fd);
 const back = Buffer.alloc(data.length);
 fs.readSync(fd, back, 0, back.length, 1 << 20);
 console.log(back.toString(), fs.fstatSync(fd).isBlockDevice());
-setInterval(() => {}, 1 << 30);`;
-    await apply('block-pod', {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'raw', namespace: TEAM },
-      spec: {
-        terminationGracePeriodSeconds: 1,
-        containers: [app('raw', script, { volumeDevices: [{ name: 'd', devicePath: '/dev/xvda' }] })],
-        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'raw' } }],
-      },
-    });
+${SLEEP}`;
+    await apply('block-pod', pvcPod(TEAM, 'raw', 'raw', script, { block: true }));
     await running(TEAM, 'raw');
     t.is(
       await until(
@@ -347,15 +297,7 @@ setInterval(() => {}, 1 << 30);`;
   test.serial("a PVC larger than any disk leaves its pod Pending with the scheduler's capacity reason; reserve, the label and a claim never get a PV's disk", async (t) => {
     t.timeout(6 * MINUTES);
     await apply('big-pvc', pvc(TEAM, 'big', '1Gi'));
-    await apply('big-pod', {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'big', namespace: TEAM },
-      spec: {
-        containers: [app('big', 'setInterval(() => {}, 1 << 30)', { volumeMounts: [{ name: 'd', mountPath: '/data' }] })],
-        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'big' } }],
-      },
-    });
+    await apply('big-pod', pvcPod(TEAM, 'big', 'big', SLEEP));
     const why = await until(
       'the scheduler says why',
       3 * MINUTES,
@@ -369,16 +311,7 @@ setInterval(() => {}, 1 << 30);`;
 
     // A PV's disk, then everyone else's attempts at it.
     await apply('held-pvc', pvc(TEAM, 'held', '32Mi'));
-    await apply('held-pod', {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'held', namespace: TEAM },
-      spec: {
-        terminationGracePeriodSeconds: 1,
-        containers: [app('h', 'setInterval(() => {}, 1 << 30)', { volumeMounts: [{ name: 'd', mountPath: '/data' }] })],
-        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'held' } }],
-      },
-    });
+    await apply('held-pod', pvcPod(TEAM, 'held', 'held', SLEEP));
     await running(TEAM, 'held');
     const pv = await pvOf(TEAM, 'held');
     const disk = await diskOf(pv);
@@ -408,6 +341,7 @@ setInterval(() => {}, 1 << 30);`;
 
   test.serial('Ctrl-C tears the cluster down: no loop device, mount, namespace or cgroup left', async (t) => {
     t.timeout(5 * MINUTES);
+    const run = cluster.run();
     if (!run) return t.fail('no cluster');
     await interruptAndCheckTornDown(t, run, before);
   });

@@ -2,15 +2,22 @@
 // seed's one-line check, the markers on each node (through cluster:ssh), the reservations every pod
 // restart or helm operation must keep, and reserve/release by the seed's label, each waiting until the
 // controller and the agent have done their part.
+import type { TestFn } from 'ava';
+import { execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { sh } from '../../hack/cluster/host.ts';
-import { onNode, until } from '../../hack/cluster/run.ts';
+import { clusterEnv, onNode, type Run, startCluster, UP, until, waitForOutput } from '../../hack/cluster/run.ts';
 import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
+import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
 
 export const NS = 'node-disks-system';
 export const LABEL = 'localtest.example.com/auto-reserve';
 export const FINALIZER = 'localtest.example.com/reservation-protection';
 export const MINUTES = 60_000;
+/** Where `npm run build` puts the plugin's executables. */
+export const PLUGIN_BIN = join(REPO_ROOT, 'dist', 'bin');
 
 export interface PodInfo {
   name: string;
@@ -103,4 +110,38 @@ export function nodeDisksE2E(dataDir: string, env: NodeJS.ProcessEnv, kubectl: (
   }
 
   return { k, ndName, seedLine, markers, allMarkers, reservations, reserve, release, pods };
+}
+
+/**
+ * One local cluster for the calling test file (`args` as `npm run cluster` takes them): started in a before
+ * hook, interrupted and its data dir removed after the file, whatever happened. `run()` and `kubectl()` are
+ * set once the before hook has run.
+ */
+export function clusterForFile(test: TestFn, args: string[] = []) {
+  const { dataDir, env } = clusterEnv();
+  let run: Run | undefined;
+  let kubectl = '';
+  test.before(async () => {
+    kubectl = (await ensureBinaries()).kubectl;
+    run = startCluster(env, args);
+    // Cold, this builds kubelet & co. first (~16 minutes on a loaded 2-core machine).
+    await waitForOutput(run, UP, 40 * MINUTES);
+  });
+  test.after.always(async () => {
+    if (run && run.child.exitCode === null) {
+      run.child.kill('SIGINT');
+      await run.exited;
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  return { dataDir, env, run: () => run, kubectl: () => kubectl };
+}
+
+/** `kubectl nodedisks …` as a person types it: the plugin from this checkout's build first on PATH. */
+export function runPlugin(kubectl: string, kubeconfig: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(kubectl, ['nodedisks', ...args], { env: { ...process.env, PATH: `${PLUGIN_BIN}:${process.env.PATH}`, KUBECONFIG: kubeconfig }, timeout: 120_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    );
+  });
 }

@@ -6,16 +6,13 @@
 // and cannot touch a NodeDisk; a reader bound to `view` reads the claim; deleting the claim has the agent
 // wipe the disk, releases it and removes its marker. One cluster for the file; the tests run in order, each building on the last.
 import test, { type ExecutionContext } from 'ava';
-import { execFile } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
-import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { readSysctls } from '../../hack/cluster/host.ts';
-import { clusterEnv, interruptAndCheckTornDown, onNode, startCluster, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
+import { interruptAndCheckTornDown, onNode, until } from '../../hack/cluster/run.ts';
 import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
-import { REPO_ROOT } from '../../hack/lib/paths.ts';
-import { MINUTES, nodeDisksE2E } from './_nodedisks.ts';
+import { clusterForFile, MINUTES, nodeDisksE2E, runPlugin } from './_nodedisks.ts';
 
 const [M02, M03, M04] = NODE_NAMES as [string, string, string];
 const TEAM = 'team-a';
@@ -25,30 +22,14 @@ const MEMBER = 'alice';
 const READER = 'victor';
 const CLAIM = 'db';
 const DISK_BYTES = 64 * 1024 * 1024;
-const BIN = join(REPO_ROOT, 'dist', 'bin');
 
-const { dataDir, env } = clusterEnv();
+const cluster = clusterForFile(test);
+const { dataDir, env } = cluster;
 const kubeconfig = join(dataDir, 'kubeconfig');
 const before = await readSysctls();
-let run: Run | undefined;
-let kubectl = '';
-const { k, ndName, allMarkers } = nodeDisksE2E(dataDir, env, () => kubectl);
+const { k, ndName, allMarkers } = nodeDisksE2E(dataDir, env, cluster.kubectl);
 /** kubectl as a person: the admin impersonates them, so RBAC and admission judge that person. */
 const as = (user: string, args: string[]) => k([`--as=${user}`, ...args]);
-
-test.before(async () => {
-  kubectl = (await ensureBinaries()).kubectl;
-  run = startCluster(env);
-  await waitForOutput(run, UP, 40 * MINUTES);
-});
-
-test.after.always(async () => {
-  if (run && run.child.exitCode === null) {
-    run.child.kill('SIGINT');
-    await run.exited;
-  }
-  rmSync(dataDir, { recursive: true, force: true });
-});
 
 /** The error of a command that must fail (the API server's words are in it), or a failed test. */
 async function refused(t: ExecutionContext, what: Promise<string>): Promise<string> {
@@ -61,14 +42,8 @@ async function refused(t: ExecutionContext, what: Promise<string>): Promise<stri
   }
 }
 
-/** `kubectl nodedisks …` as a person types it: the plugin from this checkout's build on PATH, KUBECONFIG set. */
-function plugin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(kubectl, ['nodedisks', ...args], { env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, KUBECONFIG: kubeconfig }, timeout: 120_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
-    );
-  });
-}
+/** `kubectl nodedisks …` as a person types it, KUBECONFIG set. */
+const plugin = (args: string[]) => runPlugin(cluster.kubectl(), kubeconfig, args);
 
 /** Creates what a manifest file says, as `user` (the admin when undefined), as a person keeps it in a file. */
 async function createAs(user: string | undefined, name: string, manifest: unknown): Promise<string> {
@@ -206,5 +181,5 @@ test.serial('the member deletes the claim: the disk is wiped, then released, and
 
 test.serial('Ctrl-C tears the cluster down and leaves the host as found', async (t) => {
   t.timeout(5 * MINUTES);
-  await interruptAndCheckTornDown(t, run!, before);
+  await interruptAndCheckTornDown(t, cluster.run()!, before);
 });

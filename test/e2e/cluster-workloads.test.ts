@@ -4,36 +4,18 @@
 // security settings as the running containers see them. One cluster for the whole file (a start costs
 // 1–2 minutes); the tests run in order and each leaves the reservations it documents for the next.
 import test, { type ExecutionContext } from 'ava';
-import { rmSync } from 'node:fs';
-import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
 import { readSysctls, sh } from '../../hack/cluster/host.ts';
-import { clusterEnv, interruptAndCheckTornDown, nodeControl, onNode, startCluster, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
-import { FINALIZER, LABEL, MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
+import { interruptAndCheckTornDown, nodeControl, onNode, until } from '../../hack/cluster/run.ts';
+import { clusterForFile, FINALIZER, LABEL, MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
 
 const LEASE = 'node-disks-operator.localtest.example.com';
 const [M02, M03, M04] = NODE_NAMES as [string, string, string];
 
-const { dataDir, env } = clusterEnv();
+const cluster = clusterForFile(test);
+const { dataDir, env } = cluster;
 const before = await readSysctls();
-let run: Run | undefined;
-let kubectl = '';
-const { k, ndName, seedLine, markers, allMarkers, reservations, reserve, release, pods } = nodeDisksE2E(dataDir, env, () => kubectl);
-
-test.before(async () => {
-  kubectl = (await ensureBinaries()).kubectl;
-  run = startCluster(env);
-  // Cold, this builds kubelet & co. first (~16 minutes on a loaded 2-core machine).
-  await waitForOutput(run, UP, 40 * MINUTES);
-});
-
-test.after.always(async () => {
-  if (run && run.child.exitCode === null) {
-    run.child.kill('SIGINT');
-    await run.exited;
-  }
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const { k, ndName, seedLine, markers, allMarkers, reservations, reserve, release, pods } = nodeDisksE2E(dataDir, env, cluster.kubectl);
 
 const agentOn = async (node: string) => (await pods('node-disks-agent')).filter((p) => p.node === node);
 
@@ -277,5 +259,5 @@ test.serial('the running containers honour readOnlyRootFilesystem; the controlle
 
 test.serial('Ctrl-C tears the cluster down and leaves the host as found', async (t) => {
   t.timeout(5 * MINUTES);
-  await interruptAndCheckTornDown(t, run!, before);
+  await interruptAndCheckTornDown(t, cluster.run()!, before);
 });

@@ -8,52 +8,27 @@
 // prune` lists the held one and, naming its owner, removes it. One cluster for the file; the tests run in
 // order, each building on the last.
 import test from 'ava';
-import { execFile } from 'node:child_process';
-import { readFileSync, rmSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { readSysctls } from '../../hack/cluster/host.ts';
-import { clusterEnv, interruptAndCheckTornDown, nodeControl, onNode, startCluster, UP, until, waitForOutput, type Run } from '../../hack/cluster/run.ts';
+import { interruptAndCheckTornDown, nodeControl, onNode, until } from '../../hack/cluster/run.ts';
 import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
-import { REPO_ROOT } from '../../hack/lib/paths.ts';
-import { MINUTES, NS, nodeDisksE2E } from './_nodedisks.ts';
+import { clusterForFile, MINUTES, NS, nodeDisksE2E, runPlugin } from './_nodedisks.ts';
 
 const [M02, M03, M04] = NODE_NAMES as [string, string, string];
 const GRACE_S = 30;
 const OWNER = 'team-db';
-const BIN = join(REPO_ROOT, 'dist', 'bin');
 const DEPLOYMENT = 'deployment/node-disks-operator';
 
-const { dataDir, env } = clusterEnv();
+const cluster = clusterForFile(test);
+const { dataDir, env } = cluster;
 const kubeconfig = join(dataDir, 'kubeconfig');
 const before = await readSysctls();
-let run: Run | undefined;
-let kubectl = '';
-const { k, ndName, seedLine, markers, allMarkers, pods } = nodeDisksE2E(dataDir, env, () => kubectl);
+const { k, ndName, seedLine, markers, allMarkers, pods } = nodeDisksE2E(dataDir, env, cluster.kubectl);
 const [HELD, FREE2, FREE3] = ['disk1', 'disk2', 'disk3'].map((d) => ndName(M04, d)) as [string, string, string];
 
-test.before(async () => {
-  kubectl = (await ensureBinaries()).kubectl;
-  run = startCluster(env);
-  await waitForOutput(run, UP, 40 * MINUTES);
-});
-
-test.after.always(async () => {
-  if (run && run.child.exitCode === null) {
-    run.child.kill('SIGINT');
-    await run.exited;
-  }
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-/** `kubectl nodedisks …` as a person types it: the plugin from this checkout's build on PATH, KUBECONFIG set. */
-function plugin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(kubectl, ['nodedisks', ...args], { env: { ...process.env, PATH: `${BIN}:${process.env.PATH}`, KUBECONFIG: kubeconfig }, timeout: 120_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
-    );
-  });
-}
+/** `kubectl nodedisks …` as a person types it, KUBECONFIG set. */
+const plugin = (args: string[]) => runPlugin(cluster.kubectl(), kubeconfig, args);
 
 const q = (name: string) => `nodedisk.localtest.example.com/${name}`;
 const controllerEnv = () => k(['-n', NS, 'get', DEPLOYMENT, '-o', 'jsonpath={.spec.template.spec.containers[0].env}']);
@@ -228,5 +203,5 @@ test.serial("the controller's environment is restored, every NodeDisk is Ready, 
     all.trim().split('\n'),
     NODE_NAMES.flatMap((n) => ['disk1', 'disk2', 'disk3'].map((d) => `${ndName(n, d)} Available True`)),
   );
-  await interruptAndCheckTornDown(t, run!, before);
+  await interruptAndCheckTornDown(t, cluster.run()!, before);
 });
