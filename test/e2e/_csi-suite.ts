@@ -17,9 +17,10 @@ const TEAM = 'team-pv';
 const SECOND = 'team-next';
 
 export async function csiSuite(INSTALL: 'kustomize' | 'helm'): Promise<void> {
+  // Read before any test is declared: AVA takes declarations only until the file's first pause.
+  const before = await readSysctls();
   const cluster = clusterForFile(test, INSTALL === 'helm' ? ['--install=helm'] : []);
   const { dataDir, env } = cluster;
-  const before = await readSysctls();
   const { k } = nodeDisksE2E(dataDir, env, cluster.kubectl);
   const plugin = (args: string[]) => runPlugin(cluster.kubectl(), join(dataDir, 'kubeconfig'), args);
 

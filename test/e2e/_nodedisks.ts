@@ -115,7 +115,7 @@ export function nodeDisksE2E(dataDir: string, env: NodeJS.ProcessEnv, kubectl: (
 /**
  * One local cluster for the calling test file (`args` as `npm run cluster` takes them): started in a before
  * hook, interrupted and its data dir removed after the file, whatever happened. `run()` and `kubectl()` are
- * set once the before hook has run.
+ * set once the before hook has run. Call it after the file's last await: it declares hooks.
  */
 export function clusterForFile(test: TestFn, args: string[] = []) {
   const { dataDir, env } = clusterEnv();

@@ -23,10 +23,11 @@ const READER = 'victor';
 const CLAIM = 'db';
 const DISK_BYTES = 64 * 1024 * 1024;
 
+// Read before any test is declared: AVA takes declarations only until the file's first pause.
+const before = await readSysctls();
 const cluster = clusterForFile(test);
 const { dataDir, env } = cluster;
 const kubeconfig = join(dataDir, 'kubeconfig');
-const before = await readSysctls();
 const { k, ndName, allMarkers } = nodeDisksE2E(dataDir, env, cluster.kubectl);
 /** kubectl as a person: the admin impersonates them, so RBAC and admission judge that person. */
 const as = (user: string, args: string[]) => k([`--as=${user}`, ...args]);

@@ -12,9 +12,10 @@ import { clusterForFile, FINALIZER, LABEL, MINUTES, NS, nodeDisksE2E } from './_
 const LEASE = 'node-disks-operator.localtest.example.com';
 const [M02, M03, M04] = NODE_NAMES as [string, string, string];
 
+// Read before any test is declared: AVA takes declarations only until the file's first pause.
+const before = await readSysctls();
 const cluster = clusterForFile(test);
 const { dataDir, env } = cluster;
-const before = await readSysctls();
 const { k, ndName, seedLine, markers, allMarkers, reservations, reserve, release, pods } = nodeDisksE2E(dataDir, env, cluster.kubectl);
 
 const agentOn = async (node: string) => (await pods('node-disks-agent')).filter((p) => p.node === node);

@@ -20,10 +20,11 @@ const GRACE_S = 30;
 const OWNER = 'team-db';
 const DEPLOYMENT = 'deployment/node-disks-operator';
 
+// Read before any test is declared: AVA takes declarations only until the file's first pause.
+const before = await readSysctls();
 const cluster = clusterForFile(test);
 const { dataDir, env } = cluster;
 const kubeconfig = join(dataDir, 'kubeconfig');
-const before = await readSysctls();
 const { k, ndName, seedLine, markers, allMarkers, pods } = nodeDisksE2E(dataDir, env, cluster.kubectl);
 const [HELD, FREE2, FREE3] = ['disk1', 'disk2', 'disk3'].map((d) => ndName(M04, d)) as [string, string, string];
 
