@@ -122,40 +122,37 @@ test.serial("the seed's make images-load builds the images from this checkout an
   }
 });
 
-test.serial(
-  "the seed's make helm-install, with the locally built images, installs NodeDisks: agents (with the CSI node side) on 3 nodes, 2 controllers, the CSI controller, every NodeDisk reported and Ready",
-  async (t) => {
-    t.timeout(10 * MINUTES);
-    // --install=none: nothing of NodeDisks is there yet, but the disks are.
-    t.false((await k(['get', 'crd', '-o', 'name'])).includes(CRD));
-    t.deepEqual((await onNode(env, M03, ['ls', '-1', DISK_DIR])).split('\n').filter(Boolean), ['disk1.img', 'disk2.img', 'disk3.img']);
-    const t0 = Date.now();
-    // The Makefile's images (node-disks-operator:dev, node-disks-agent:dev) are the ones the cluster imported;
-    // HELM_EXTRA replaces the seeder (its busybox cannot be pulled here) by the local cluster's network values.
-    const out = await make('helm-install', `-f ${LOCAL_VALUES}`);
-    t.regex(
-      out,
-      /upgrade --install node-disks-manager charts\/node-disks-manager -n node-disks-system --create-namespace\s+\\?\s*--set controller\.image\.repository=node-disks-operator\s+\\?\s*--set controller\.image\.tag=dev\s+\\?\s*--set agent\.image\.repository=node-disks-agent\s+\\?\s*--set agent\.image\.tag=dev/,
-    );
-    t.regex(out, /STATUS: deployed/);
-    await until('every NodeDisk is reported and Ready', 5 * MINUTES, readiness, allReady);
-    t.log(`make helm-install to nine Ready NodeDisks: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    // The seed's next step: kubectl -n node-disks-system get pods -o wide.
-    // Each agent pod has two containers (the agent and the CSI driver's csi-node), as has the CSI controller's
-    // (csi-controller and csi-provisioner); the chart installs the driver by default (csi.enabled).
-    const wide = await until(
-      'six pods Running with every container ready',
-      3 * MINUTES,
-      () => k(['-n', NS, 'get', 'pods', '-o', 'wide']),
-      (o) => (o.match(/\s(1\/1|2\/2)\s+Running\s/g) ?? []).length === 6,
-    );
-    t.is((wide.match(/^node-disks-agent-\S+\s+2\/2\s+Running\s/gm) ?? []).length, 3);
-    t.is((wide.match(/^node-disks-operator-\S+\s+1\/1\s+Running\s/gm) ?? []).length, 2);
-    t.is((wide.match(/^node-disks-csi-controller-\S+\s+2\/2\s+Running\s/gm) ?? []).length, 1);
-    t.deepEqual((await pods('node-disks-agent')).map((p) => p.node).sort(), [...NODE_NAMES]);
-    t.deepEqual(await history(), { 1: 'deployed' });
-  },
-);
+test.serial("the seed's make helm-install, with the locally built images, installs NodeDisks: agents on 3 nodes, 2 controllers, the CSI driver, every NodeDisk Ready", async (t) => {
+  t.timeout(10 * MINUTES);
+  // --install=none: nothing of NodeDisks is there yet, but the disks are.
+  t.false((await k(['get', 'crd', '-o', 'name'])).includes(CRD));
+  t.deepEqual((await onNode(env, M03, ['ls', '-1', DISK_DIR])).split('\n').filter(Boolean), ['disk1.img', 'disk2.img', 'disk3.img']);
+  const t0 = Date.now();
+  // The Makefile's images (node-disks-operator:dev, node-disks-agent:dev) are the ones the cluster imported;
+  // HELM_EXTRA replaces the seeder (its busybox cannot be pulled here) by the local cluster's network values.
+  const out = await make('helm-install', `-f ${LOCAL_VALUES}`);
+  t.regex(
+    out,
+    /upgrade --install node-disks-manager charts\/node-disks-manager -n node-disks-system --create-namespace\s+\\?\s*--set controller\.image\.repository=node-disks-operator\s+\\?\s*--set controller\.image\.tag=dev\s+\\?\s*--set agent\.image\.repository=node-disks-agent\s+\\?\s*--set agent\.image\.tag=dev/,
+  );
+  t.regex(out, /STATUS: deployed/);
+  await until('every NodeDisk is reported and Ready', 5 * MINUTES, readiness, allReady);
+  t.log(`make helm-install to nine Ready NodeDisks: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  // The seed's next step: kubectl -n node-disks-system get pods -o wide.
+  // Each agent pod has two containers (the agent and the CSI driver's csi-node), as has the CSI controller's
+  // (csi-controller and csi-provisioner); the chart installs the driver by default (csi.enabled).
+  const wide = await until(
+    'six pods Running with every container ready',
+    3 * MINUTES,
+    () => k(['-n', NS, 'get', 'pods', '-o', 'wide']),
+    (o) => (o.match(/\s(1\/1|2\/2)\s+Running\s/g) ?? []).length === 6,
+  );
+  t.is((wide.match(/^node-disks-agent-\S+\s+2\/2\s+Running\s/gm) ?? []).length, 3);
+  t.is((wide.match(/^node-disks-operator-\S+\s+1\/1\s+Running\s/gm) ?? []).length, 2);
+  t.is((wide.match(/^node-disks-csi-controller-\S+\s+2\/2\s+Running\s/gm) ?? []).length, 1);
+  t.deepEqual((await pods('node-disks-agent')).map((p) => p.node).sort(), [...NODE_NAMES]);
+  t.deepEqual(await history(), { 1: 'deployed' });
+});
 
 test.serial('the seed walk-through on the Helm install: a label reserves a disk, its marker appears on that node only, and removing the label releases it', async (t) => {
   t.timeout(10 * MINUTES);

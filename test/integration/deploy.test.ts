@@ -116,15 +116,13 @@ test('production pins images by digest and has a PodDisruptionBudget; dev never 
 });
 
 test('every path the Dockerfile copies from the build context exists', (t) => {
-  const lines = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8')
-    .split('\n')
-    .filter((l) => /^COPY\s/.test(l) && !l.includes('--from='));
+  const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
+  const lines = dockerfile.split('\n').filter((l) => /^COPY\s/.test(l) && !l.includes('--from='));
   t.true(lines.length > 5);
   for (const line of lines) {
     const parts = line.split(/\s+/).slice(1, -1);
     for (const p of parts) t.true(existsSync(join(REPO_ROOT, p)), `${p} (from: ${line})`);
   }
-  const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
   const fromBuild = [...dockerfile.matchAll(/--from=build (\S+)/g)].map((m) => m[1] ?? '');
   t.true(fromBuild.length > 0);
   for (const path of fromBuild) {
