@@ -6,11 +6,11 @@
 // down and its disks wiped before the next. `sudo npm run bench:csi`; the figures are appended to
 // bench/results/csi-pods.jsonl.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sh, sleep } from '../hack/cluster/host.ts';
 import { PAUSE_IMAGE } from '../hack/cluster/images.ts';
-import { clusterEnv, startCluster, UP, waitForOutput } from '../hack/cluster/run.ts';
+import { clusterEnv, seedNodeUniqueDisks, startCluster, UP, waitForOutput } from '../hack/cluster/run.ts';
 import { NODE_NAMES } from '../hack/cluster/topology.ts';
 import { ensureBinaries } from '../hack/controlplane/binaries.ts';
 import { startRecord } from './lib/results.ts';
@@ -174,18 +174,7 @@ const memory = () => ({
 const run = startCluster(env);
 try {
   await waitForOutput(run, UP, 40 * 60_000);
-  // Disk images of names unique to their node: on this one-kernel cluster an agent waits to wipe while another
-  // node has a disk of the same ID staged (docs/adr/0039-csi-driver.md), which a real node never sees.
-  for (const node of NODE_NAMES) {
-    const short = node.slice(node.lastIndexOf('-') + 1);
-    const dir = join(dataDir, 'nodes', short, 'node-disks-manager', 'disks');
-    for (const f of readdirSync(dir)) if (f.endsWith('.img')) rmSync(join(dir, f));
-    for (let i = 1; i <= PER_NODE; i++) {
-      const file = join(dir, `${short}b${i}.img`);
-      writeFileSync(file, '');
-      truncateSync(file, DISK_BYTES);
-    }
-  }
+  seedNodeUniqueDisks(dataDir, PER_NODE, DISK_BYTES);
   await waitFor(`${PER_NODE * NODE_NAMES.length} disks Available`, 10, async () => (await freeDisks()) === PER_NODE * NODE_NAMES.length);
   await sleep(20_000);
   const idle = memory();

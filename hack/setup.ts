@@ -1,12 +1,15 @@
 // `npm run setup [-- NAME…]`: optional. Builds now, instead of on first use, what the commands build
 // from Go modules: the control plane (npm start, npm test), the health-check runner, helm, krew and
 // Prometheus' text parser and PromQL parser (npm test), csi-sanity (the CSI driver's conformance tests)
-// and csi-provisioner (the local cluster's CSI sidecar); and fetches promtool and prometheus (Debian's
-// prometheus package, npm test).
-//   node hack/setup.ts                    all nine
+// and csi-provisioner (the local cluster's CSI sidecar), e2e.test and agnhost (npm run test:storage);
+// and fetches promtool and prometheus (Debian's prometheus package, npm test) and busybox (Debian's
+// busybox-static, npm run test:storage).
+//   node hack/setup.ts                    all ten
 //   node hack/setup.ts krew healthcheck   only those
 import { ensureBinaries } from './controlplane/binaries.ts';
 import { ensureCsiProvisioner, ensureCsiSanity } from './csi/tools.ts';
+import { ensureE2eBinaries } from './e2e-storage/e2e-test.ts';
+import { ensureBusybox } from './e2e-storage/images.ts';
 import { ensureHealthcheck } from './healthcheck/healthcheck.ts';
 import { ensureHelm } from './helm/helm.ts';
 import { ensureKrew, ensureValidateKrewManifest } from './krew/krew.ts';
@@ -21,6 +24,10 @@ const tools: Record<string, () => Promise<string>> = {
   },
   'csi-provisioner': () => ensureCsiProvisioner(),
   'csi-sanity': () => ensureCsiSanity(),
+  'e2e-storage': async () => {
+    const b = await ensureE2eBinaries();
+    return `${b.e2eTest}, ${b.agnhost} and ${await ensureBusybox()}`;
+  },
   healthcheck: () => ensureHealthcheck(),
   helm: () => ensureHelm(),
   krew: async () => `${await ensureKrew()} and ${await ensureValidateKrewManifest()}`,

@@ -65,7 +65,7 @@ function unique(entries: Entry[]): Entry[] {
   });
 }
 
-function base(): Entry[] {
+export function base(): Entry[] {
   return [
     { path: 'etc/passwd', type: 'file', mode: 0o644, content: Buffer.from('root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n') },
     { path: 'etc/group', type: 'file', mode: 0o644, content: Buffer.from('root:x:0:\nnonroot:x:65532:\n') },

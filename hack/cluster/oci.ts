@@ -86,6 +86,8 @@ const sha256 = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('h
 
 export interface ImageConfig {
   entrypoint: string[];
+  /** The default arguments (CMD), for images that are run with a command of the pod's own. */
+  cmd?: string[];
   user: string;
   env: string[];
   workingDir?: string;
@@ -115,6 +117,7 @@ export function ociArchive(name: string, entries: Entry[], cfg: ImageConfig): Bu
         User: cfg.user,
         Env: cfg.env,
         Entrypoint: cfg.entrypoint,
+        ...(cfg.cmd ? { Cmd: cfg.cmd } : {}),
         ...(cfg.workingDir ? { WorkingDir: cfg.workingDir } : {}),
         ...(cfg.exposedPorts ? { ExposedPorts: Object.fromEntries(cfg.exposedPorts.map((p) => [p, {}])) } : {}),
         ...(cfg.labels ? { Labels: cfg.labels } : {}),

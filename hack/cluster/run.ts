@@ -4,12 +4,13 @@
 // as found.
 import type { ExecutionContext } from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../lib/paths.ts';
 import { readSysctls, sh, sleep } from './host.ts';
 import { leftovers } from './state.ts';
+import { NODE_NAMES } from './topology.ts';
 
 const MAIN = join(REPO_ROOT, 'hack', 'cluster', 'main.ts');
 const SSH = join(REPO_ROOT, 'hack', 'cluster', 'ssh.ts');
@@ -63,6 +64,25 @@ export async function until<T>(what: string, timeoutMs: number, probe: () => Pro
     }
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting until ${what}; last seen: ${JSON.stringify(last)}`);
     await sleep(1000);
+  }
+}
+
+/**
+ * Replaces the seeded disk images of every node with `perNode` sparse ones of `bytes`, named after their
+ * node (`<node>b<i>.img`). On this one-kernel cluster an agent waits to wipe while another node has a
+ * disk of the same ID staged (docs/adr/0039-csi-driver.md), which a real node never sees: names unique
+ * to their node keep runs that hand disks out again and again from waiting on that.
+ */
+export function seedNodeUniqueDisks(dataDir: string, perNode: number, bytes: number): void {
+  for (const node of NODE_NAMES) {
+    const short = node.slice(node.lastIndexOf('-') + 1);
+    const dir = join(dataDir, 'nodes', short, 'node-disks-manager', 'disks');
+    for (const f of readdirSync(dir)) if (f.endsWith('.img')) rmSync(join(dir, f));
+    for (let i = 1; i <= perNode; i++) {
+      const file = join(dir, `${short}b${i}.img`);
+      writeFileSync(file, '');
+      truncateSync(file, bytes);
+    }
   }
 }
 

@@ -97,7 +97,7 @@ export async function ensureBinaries(log?: (line: string) => void): Promise<Cont
 }
 
 /** Kubernetes stamps its version through ldflags (as its own build does), so `--version` tells the truth. */
-function kubernetesLdflags(version: string): string {
+export function kubernetesLdflags(version: string): string {
   return `-s -w -X k8s.io/component-base/version.gitVersion=${version} -X k8s.io/client-go/pkg/version.gitVersion=${version}`;
 }
 

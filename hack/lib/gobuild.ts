@@ -17,6 +17,8 @@ export interface GoTarget {
   /** Go package to build, e.g. sigs.k8s.io/krew/cmd/krew, or "." for the module's own main package. */
   pkg: string;
   ldflags?: string;
+  /** Compile the package's tests into one binary (`go test -c`) instead of building a main package. */
+  test?: boolean;
 }
 
 export interface GoBuild {
@@ -90,7 +92,7 @@ async function putInPlace(b: GoBuild, tmp: string): Promise<void> {
 
 async function goBuild(b: GoBuild, t: GoTarget, out: string, log: (line: string) => void): Promise<void> {
   const env = { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -trimpath -buildvcs=false' };
-  const args = ['build', '-ldflags', t.ldflags ?? '-s -w', '-o', out, t.pkg];
+  const args = [...(t.test ? ['test', '-c'] : ['build']), '-ldflags', t.ldflags ?? '-s -w', '-o', out, t.pkg];
   // A cold build is silent for minutes: on a terminal, say every half minute that it is still going.
   const started = Date.now();
   const ticker = process.stderr.isTTY ? setInterval(() => log(`  still building ${t.name} (${((Date.now() - started) / 1000).toFixed(0)} s)…`), 30_000) : undefined;
@@ -114,7 +116,7 @@ function buildError(b: GoBuild, t: GoTarget, err: NodeJS.ErrnoException & { code
     );
   }
   const why = stderr.trim() || err.message || `exit code ${String(err.code)}`;
-  return new Error(`building ${b.what} failed: go build ${t.pkg} (in ${b.moduleDir}):\n${why}`);
+  return new Error(`building ${b.what} failed: go ${t.test ? 'test -c' : 'build'} ${t.pkg} (in ${b.moduleDir}):\n${why}`);
 }
 
 /** $PATH without the folders that hold a `go` command: how a machine without Go looks to a child process. */

@@ -1,0 +1,30 @@
+// Kubernetes' own storage suites against the CSI driver, in CI: the subset of `npm run test:storage` in
+// test/storage/selection.ts (CI_FOCUS) on a cluster of its own, which must leave nothing behind. The
+// whole run (every spec of the driver) is `sudo npm run test:storage`; its figures are in
+// docs/benchmarks.md.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { readSysctls } from '../../hack/cluster/host.ts';
+import { assertNothingLeft } from '../../hack/cluster/run.ts';
+import { runStorageSuites } from '../storage/run.ts';
+import { CI_FOCUS, CI_MIN_PASSED } from '../storage/selection.ts';
+import { MINUTES } from './_nodedisks.ts';
+
+test('the storage suites of Kubernetes pass for the CSI driver, each skip with its reason, and the cluster leaves nothing', async (t) => {
+  t.timeout(60 * MINUTES);
+  const before = await readSysctls();
+  const out = mkdtempSync(join(tmpdir(), 'nodedisks-storage-e2e-'));
+  try {
+    const s = await runStorageSuites({ focus: CI_FOCUS, out, echo: false, log: (l) => t.log(l) });
+    t.deepEqual(s.failures, [], `e2e.test's output: ${join(out, 'e2e.log')}`);
+    t.true(s.passed >= CI_MIN_PASSED, `${s.passed} specs passed, fewer than the ${CI_MIN_PASSED} the focus selects`);
+    t.false('(no message)' in s.skipReasons, 'a spec was skipped without a reason');
+    await assertNothingLeft(t, before);
+    rmSync(out, { recursive: true, force: true });
+  } catch (err) {
+    t.log(`the run's report and e2e.test's output stay in ${out}`);
+    throw err;
+  }
+});

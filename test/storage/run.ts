@@ -1,0 +1,148 @@
+// `sudo npm run test:storage [-- --focus=REGEX] [--out=DIR]`: Kubernetes' own external storage suites
+// (e2e.test with test/storage/testdriver.yaml) against NodeDisks on a local cluster of three kubelets
+// started for the run and torn down after it. e2e.test and the busybox image are built once per machine
+// (hack/e2e-storage); nothing is pulled. --focus narrows the specs further (the e2e test runs a subset);
+// the ginkgo JSON report and e2e.test's output stay in --out (default: a temp dir, named at the end).
+// Exit 0 only when no spec failed and at least one passed.
+import { spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { dump } from 'js-yaml';
+import { sh } from '../../hack/cluster/host.ts';
+import { writeArchive } from '../../hack/cluster/oci.ts';
+import { clusterEnv, seedNodeUniqueDisks, startCluster, until, UP, waitForOutput } from '../../hack/cluster/run.ts';
+import { NODE_NAMES } from '../../hack/cluster/topology.ts';
+import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
+import { ensureE2eBinaries } from '../../hack/e2e-storage/e2e-test.ts';
+import { buildE2eImages, e2eImages, REPO_LIST } from '../../hack/e2e-storage/images.ts';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { formatSummary, readSummary, type Summary } from './report.ts';
+import { FOCUS, SKIP } from './selection.ts';
+
+const MiB = 2 ** 20;
+/** Disks per node: a spec holds at most two volumes on one node, and a released disk is wiped before reuse. */
+const DISKS_PER_NODE = 4;
+const DISK_BYTES = 64 * MiB;
+
+export interface StorageRunOptions {
+  /** Narrows the specs further: ANDed with the driver's focus. */
+  focus?: string;
+  /** Where the report and the log go. */
+  out: string;
+  log?: (line: string) => void;
+  /** Copy e2e.test's output to stdout as it comes (the command does; the e2e test keeps it in the log only). */
+  echo?: boolean;
+}
+
+/** Runs the suites on a fresh local cluster; returns their summary (throws if the run itself broke). */
+export async function runStorageSuites(o: StorageRunOptions): Promise<Summary> {
+  const say = o.log ?? ((l: string) => console.log(l));
+  mkdirSync(o.out, { recursive: true });
+  const { e2eTest, agnhost } = await ensureE2eBinaries(say);
+  const kubectl = (await ensureBinaries(say)).kubectl;
+  const repoList = join(o.out, 'repo-list.yaml');
+  writeFileSync(repoList, dump(REPO_LIST));
+  const images = await buildE2eImages(await e2eImages(e2eTest, repoList), agnhost);
+  const archives: string[] = [];
+  for (const img of images) {
+    const f = join(o.out, `${img.name.replace(/[/:]/g, '_')}.tar`);
+    await writeArchive(img, f);
+    archives.push(f);
+  }
+
+  const { dataDir, env } = clusterEnv();
+  const kubeconfig = join(dataDir, 'kubeconfig');
+  const k = (args: string[]) => sh(kubectl, [`--kubeconfig=${kubeconfig}`, ...args], { timeoutMs: 120_000 });
+  say(`starting a local cluster in ${dataDir} (1–2 minutes; its log stays there until the end)`);
+  const run = startCluster(env);
+  try {
+    await waitForOutput(run, UP, 40 * 60_000);
+    seedNodeUniqueDisks(dataDir, DISKS_PER_NODE, DISK_BYTES);
+    const all = DISKS_PER_NODE * NODE_NAMES.length;
+    await until(
+      `${all} disks Available`,
+      600_000,
+      async () =>
+        (await k(['get', 'nodedisks', '-o', 'jsonpath={range .items[*]}{.spec.desired.state}/{.status.node.phase}{"\\n"}{end}'])).split('\n').filter((l) => l === 'Available/Available').length,
+      (n) => n === all,
+    );
+    for (const node of NODE_NAMES) {
+      const socket = join(dataDir, 'nodes', node.slice(node.lastIndexOf('-') + 1), 'run-containerd', 'containerd.sock');
+      for (const f of archives) await sh('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'import', '--no-unpack', f], { timeoutMs: 300_000 });
+    }
+    say(`imported ${images.map((i) => i.name).join(', ')} into ${NODE_NAMES.length} nodes; ${all} disks Available`);
+
+    const report = join(o.out, 'report.json');
+    const focus = o.focus ? `${FOCUS}.*(${o.focus})` : FOCUS;
+    const args = [
+      `--kubeconfig=${kubeconfig}`,
+      '--provider=skeleton',
+      '--node-os-distro=debian',
+      `--kubectl-path=${kubectl}`,
+      `--storage.testdriver=${join(REPO_ROOT, 'test', 'storage', 'testdriver.yaml')}`,
+      `--ginkgo.focus=${focus}`,
+      `--ginkgo.skip=${SKIP}`,
+      '--ginkgo.timeout=4h',
+      '--ginkgo.no-color',
+      `--ginkgo.json-report=${report}`,
+      // No log dump: the framework's would SSH to the nodes.
+      '--disable-log-dump',
+      '--allowed-not-ready-nodes=0',
+      '--node-schedulable-timeout=5m',
+      '--system-pods-startup-timeout=3m',
+    ];
+    say(`e2e.test ${args.join(' ')}`);
+    const logFile = join(o.out, 'e2e.log');
+    const logStream = createWriteStream(logFile);
+    const code = await new Promise<number | null>((done, fail) => {
+      const child = spawn(e2eTest, args, {
+        cwd: o.out,
+        // KUBE_SSH_KEY_PATH names no file, so the specs that need SSH skip instead of trying a key of this host's.
+        env: { ...process.env, KUBECONFIG: kubeconfig, KUBE_TEST_REPO_LIST: repoList, KUBE_SSH_KEY_PATH: '/nonexistent' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      for (const s of [child.stdout, child.stderr]) {
+        s.on('data', (b: Buffer) => {
+          logStream.write(b);
+          if (o.echo !== false) process.stdout.write(b);
+        });
+      }
+      child.on('error', fail);
+      child.on('exit', (c) => done(c));
+    });
+    await new Promise((r) => logStream.end(r));
+    let summary: Summary;
+    try {
+      summary = readSummary(report, focus);
+    } catch (err) {
+      throw new Error(`e2e.test exited ${code} and wrote no readable report ${report} (${(err as Error).message}); its output is in ${logFile}`);
+    }
+    say(formatSummary(summary));
+    return summary;
+  } finally {
+    run.child.kill('SIGINT');
+    const exit = await run.exited;
+    say(`local cluster stopped (exit ${exit})`);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({ options: { focus: { type: 'string' }, out: { type: 'string' } } });
+  if (process.getuid?.() !== 0) {
+    console.error('error: the storage suites run on the local cluster, which needs root: sudo npm run test:storage');
+    process.exit(2);
+  }
+  const out = values.out ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'nodedisks-storage-'));
+  try {
+    const s = await runStorageSuites({ out, ...(values.focus ? { focus: values.focus } : {}) });
+    console.log(`report and log in ${out}`);
+    process.exit(s.failed === 0 && s.passed > 0 ? 0 : 1);
+  } catch (err) {
+    console.error(`error: ${(err as Error).message}`);
+    console.error(`what the run left is in ${out}`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,74 @@
+// The storage suites' run (test/storage): its summary of ginkgo's JSON report counts only our driver's
+// specs, names each failure, and gives every skip a reason; every spec we skip by name is explained in
+// docs/contributing.md; and e2e.test is built from the same Kubernetes release as the control plane.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test from 'ava';
+import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { formatSummary, summarize } from '../../test/storage/report.ts';
+import { DRIVER, FOCUS, SKIP, SKIPS } from '../../test/storage/selection.ts';
+
+const spec = (leaf: string, state: string, message?: string) => ({
+  ContainerHierarchyTexts: ['External Storage', `[Driver: ${DRIVER}]`, '[Testpattern: Dynamic PV (default fs)] volumes'],
+  LeafNodeText: leaf,
+  LeafNodeType: 'It',
+  State: state,
+  RunTime: 2e9,
+  ...(message === undefined ? {} : { Failure: { Message: message } }),
+});
+
+test("the summary counts our driver's specs by outcome, with each failure's first line and each skip's reason", (t) => {
+  const s = summarize([
+    {
+      SpecReports: [
+        { ...spec('[SynchronizedBeforeSuite]', 'passed'), LeafNodeType: 'SynchronizedBeforeSuite' },
+        spec('should store data', 'passed'),
+        spec('should allow exec of files on the volume', 'failed', 'Timed out after 300s.\nExpected pod to be Running'),
+        spec('should not mount / map unused volumes in a pod [LinuxOnly]', 'skipped'),
+        spec('should provision a volume from a snapshot', 'skipped', 'Driver nodedisks.localtest.example.com does not support snapshots -- skipping'),
+        spec('should clone a volume', 'skipped', 'Driver nodedisks.localtest.example.com does not support snapshots -- skipping\n  at x.go:1'),
+        { ...spec('should work', 'passed'), ContainerHierarchyTexts: ['External Storage', '[Driver: other.example.com]'] },
+      ],
+    },
+  ]);
+  t.is(s.passed, 1);
+  t.is(s.failed, 1);
+  t.is(s.skipped, 3);
+  t.deepEqual(s.failures, [
+    { spec: `External Storage [Driver: ${DRIVER}] [Testpattern: Dynamic PV (default fs)] volumes should allow exec of files on the volume`, message: 'failed: Timed out after 300s.' },
+  ]);
+  t.deepEqual(s.skipReasons, {
+    [`skipped here: ${SKIPS[1]!.reason}`]: 1,
+    'Driver nodedisks.localtest.example.com does not support snapshots -- skipping': 2,
+  });
+  t.is(s.specSeconds, 10);
+  t.regex(formatSummary(s), /^1 passed, 1 failed, 3 skipped/);
+});
+
+test('the focus selects our driver only, and the skip regex is every pattern of the list', (t) => {
+  const name = (driver: string) => `External Storage [Driver: ${driver}] [Testpattern: Dynamic PV (block volmode)] volumeMode should fail to use a volume in a pod with mismatched mode [Slow]`;
+  t.true(new RegExp(FOCUS).test(name(DRIVER)));
+  t.false(new RegExp(FOCUS).test(name('nodedisksXlocaltest.example.com')));
+  const skip = new RegExp(SKIP);
+  t.true(skip.test(`${name(DRIVER)} should unmount if pod is force deleted while kubelet is down [Disruptive]`));
+  t.false(skip.test(name(DRIVER)));
+});
+
+test('docs/contributing.md gives every spec skipped by name, with its reason', (t) => {
+  const doc = readFileSync(join(REPO_ROOT, 'docs', 'contributing.md'), 'utf8').replace(/\s+/g, ' ');
+  for (const s of SKIPS) {
+    t.true(doc.includes(`\`${s.pattern}\``), `contributing.md lacks the pattern \`${s.pattern}\``);
+    t.true(doc.includes(s.reason), `contributing.md lacks the reason for ${s.pattern}: ${s.reason}`);
+  }
+});
+
+test("e2e.test's module requires the control plane's Kubernetes release, with the same replacements", (t) => {
+  const cp = readFileSync(join(REPO_ROOT, 'hack', 'controlplane', 'go.mod'), 'utf8');
+  const e2e = readFileSync(join(REPO_ROOT, 'hack', 'e2e-storage', 'go.mod'), 'utf8');
+  const kube = (m: string) => /^\s*(?:require )?k8s\.io\/kubernetes (v\S+)$/m.exec(m)?.[1];
+  const replaces = (m: string) => /^replace \([\s\S]*?^\)/m.exec(m)?.[0];
+  t.truthy(kube(cp));
+  t.is(kube(e2e), kube(cp), 'run hack/e2e-storage/gen-go-mod.sh');
+  t.truthy(replaces(cp));
+  t.is(replaces(e2e), replaces(cp), 'run hack/e2e-storage/gen-go-mod.sh');
+});
