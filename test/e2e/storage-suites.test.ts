@@ -1,5 +1,5 @@
 // Kubernetes' own storage suites against the CSI driver, in CI: the subset of `npm run test:storage` in
-// test/storage/selection.ts (CI_FOCUS) on a cluster of its own, which must leave nothing behind. The
+// hack/e2e-storage/selection.ts (CI_FOCUS) on a cluster of its own, which must leave nothing behind. The
 // whole run (every spec of the driver) is `sudo npm run test:storage`; its figures are in
 // docs/benchmarks.md.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import test from 'ava';
 import { readSysctls } from '../../hack/cluster/host.ts';
 import { assertNothingLeft } from '../../hack/cluster/run.ts';
-import { runStorageSuites } from '../storage/run.ts';
-import { CI_FOCUS, CI_MIN_PASSED } from '../storage/selection.ts';
+import { runStorageSuites } from '../../hack/e2e-storage/run.ts';
+import { CI_FOCUS, CI_MIN_PASSED } from '../../hack/e2e-storage/selection.ts';
 import { MINUTES } from './_nodedisks.ts';
 
 test('the storage suites of Kubernetes pass for the CSI driver, each skip with its reason, and the cluster leaves nothing', async (t) => {

@@ -1,12 +1,12 @@
-// The storage suites' run (test/storage): its summary of ginkgo's JSON report counts only our driver's
+// The storage suites' run (hack/e2e-storage): its summary of ginkgo's JSON report counts only our driver's
 // specs, names each failure, and gives every skip a reason; every spec we skip by name is explained in
 // docs/contributing.md; and e2e.test is built from the same Kubernetes release as the control plane.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
-import { formatSummary, summarize } from '../../test/storage/report.ts';
-import { DRIVER, FOCUS, SKIP, SKIPS } from '../../test/storage/selection.ts';
+import { formatSummary, summarize } from '../../hack/e2e-storage/report.ts';
+import { DRIVER, FOCUS, SKIP, SKIPS } from '../../hack/e2e-storage/selection.ts';
 
 const spec = (leaf: string, state: string, message?: string) => ({
   ContainerHierarchyTexts: ['External Storage', `[Driver: ${DRIVER}]`, '[Testpattern: Dynamic PV (default fs)] volumes'],

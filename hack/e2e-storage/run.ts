@@ -1,5 +1,5 @@
 // `sudo npm run test:storage [-- --focus=REGEX] [--out=DIR]`: Kubernetes' own external storage suites
-// (e2e.test with test/storage/testdriver.yaml) against NodeDisks on a local cluster of three kubelets
+// (e2e.test with testdriver.yaml beside this file) against NodeDisks on a local cluster of three kubelets
 // started for the run and torn down after it. e2e.test and the busybox image are built once per machine
 // (hack/e2e-storage); nothing is pulled. --focus narrows the specs further (the e2e test runs a subset);
 // the ginkgo JSON report and e2e.test's output stay in --out (default: a temp dir, named at the end).
@@ -10,14 +10,14 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dump } from 'js-yaml';
-import { sh } from '../../hack/cluster/host.ts';
-import { writeArchive } from '../../hack/cluster/oci.ts';
-import { clusterEnv, seedNodeUniqueDisks, startCluster, until, UP, waitForOutput } from '../../hack/cluster/run.ts';
-import { NODE_NAMES } from '../../hack/cluster/topology.ts';
-import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
-import { ensureE2eBinaries } from '../../hack/e2e-storage/e2e-test.ts';
-import { buildE2eImages, e2eImages, REPO_LIST } from '../../hack/e2e-storage/images.ts';
-import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { sh } from '../cluster/host.ts';
+import { writeArchive } from '../cluster/oci.ts';
+import { clusterEnv, seedNodeUniqueDisks, startCluster, until, UP, waitForOutput } from '../cluster/run.ts';
+import { NODE_NAMES } from '../cluster/topology.ts';
+import { ensureBinaries } from '../controlplane/binaries.ts';
+import { ensureE2eBinaries } from './e2e-test.ts';
+import { buildE2eImages, e2eImages, REPO_LIST } from './images.ts';
+import { REPO_ROOT } from '../lib/paths.ts';
 import { formatSummary, readSummary, type Summary } from './report.ts';
 import { FOCUS, SKIP } from './selection.ts';
 
@@ -81,7 +81,7 @@ export async function runStorageSuites(o: StorageRunOptions): Promise<Summary> {
       '--provider=skeleton',
       '--node-os-distro=debian',
       `--kubectl-path=${kubectl}`,
-      `--storage.testdriver=${join(REPO_ROOT, 'test', 'storage', 'testdriver.yaml')}`,
+      `--storage.testdriver=${join(REPO_ROOT, 'hack', 'e2e-storage', 'testdriver.yaml')}`,
       `--ginkgo.focus=${focus}`,
       `--ginkgo.skip=${SKIP}`,
       '--ginkgo.timeout=4h',
