@@ -49,6 +49,11 @@ async function libraries(binary: string): Promise<Entry[]> {
   return out;
 }
 
+/** A host binary at `imagePath` (its own path when not given), with every shared library it loads. */
+export async function hostBinary(hostPath: string, imagePath = hostPath.slice(1)): Promise<Entry[]> {
+  return [await fileEntry(hostPath, imagePath, 0o755), ...(await libraries(hostPath))];
+}
+
 /** The Node binary and every shared library it loads. */
 async function nodeRuntime(): Promise<Entry[]> {
   const node = await realpath(join(REPO_ROOT, 'node_modules', '.bin', 'node'));
@@ -56,7 +61,7 @@ async function nodeRuntime(): Promise<Entry[]> {
 }
 
 /** One entry per path, the first one kept: a library two binaries load is in the image once. */
-function unique(entries: Entry[]): Entry[] {
+export function unique(entries: Entry[]): Entry[] {
   const seen = new Set<string>();
   return entries.filter((e) => {
     if (seen.has(e.path)) return false;
@@ -108,7 +113,7 @@ async function csiTools(): Promise<Entry[]> {
   }
   const tools = [...CSI_IMAGE.tools, ...CSI_IMAGE.optionalTools.filter((f) => existsSync(f))];
   const out: Entry[] = [];
-  for (const tool of tools) out.push(await fileEntry(tool, tool.slice(1), 0o755), ...(await libraries(tool)));
+  for (const tool of tools) out.push(...(await hostBinary(tool)));
   for (const [link, target] of CSI_IMAGE.links) {
     if (tools.includes(join(link, '..', target))) out.push({ path: link.slice(1), type: 'symlink', target });
   }

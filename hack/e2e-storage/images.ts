@@ -1,6 +1,9 @@
 // The images the storage suites run, built here, since nothing may be pulled:
 // - busybox, the framework's default test image (every writer and reader pod), from Debian's
-//   busybox-static: one static binary with a link per applet in /bin;
+//   busybox-static: one static binary with a link per applet in /bin, but for sh and dd, which are this
+//   host's bash and GNU dd (Debian 12's, with their libraries). The block specs write with
+//   oflag=nocache, which busybox 1.35's dd refuses, and Debian builds busybox's sh to run its own
+//   applets before any file on PATH, so a GNU dd beside it would never be run;
 // - the same image under the names of nginx (the volumes suite's "exec of files on the volume") and
 //   jessie-dnsutils (multiVolume's concurrent access): those specs give their own sh command and run
 //   nothing of nginx or dig;
@@ -12,7 +15,7 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { base } from '../cluster/images.ts';
+import { base, hostBinary, unique } from '../cluster/images.ts';
 import { ociArchive, renamed, type BuiltImage, type Entry } from '../cluster/oci.ts';
 import { ensureDebianFiles } from '../lib/debian-package.ts';
 import { goPlatform } from '../lib/gobuild.ts';
@@ -22,6 +25,13 @@ const run = promisify(execFile);
 
 /** Debian 12's busybox-static: every applet the suites run is in it (nsenter, blockdev, sha256sum, base64, dd, ...). */
 export const BUSYBOX_DEB_VERSION = '1:1.35.0-4+deb12u1+b1';
+
+/** The programs taken from this Debian host instead of busybox's applets: where to, from where. */
+const FROM_HOST: [string, string][] = [
+  ['bin/sh', '/usr/bin/bash'],
+  ['bin/bash', '/usr/bin/bash'],
+  ['bin/dd', '/usr/bin/dd'],
+];
 
 /** The registry the framework's image names point at (KUBE_TEST_REPO_LIST): only images imported here exist there. */
 export const E2E_REGISTRY = 'localhost/e2e-test-images';
@@ -75,12 +85,16 @@ export async function buildE2eImages(images: string[], agnhost: string): Promise
   };
   const busybox = await ensureBusybox();
   const { stdout } = await run(busybox, ['--list']);
-  const applets = stdout.split('\n').filter((a) => /^[a-z0-9_.[-]+$/.test(a) && a !== 'busybox');
-  const rootfs: Entry[] = [
+  const fromHost = new Set(FROM_HOST.map(([to]) => to));
+  const applets = stdout.split('\n').filter((a) => /^[a-z0-9_.[-]+$/.test(a) && a !== 'busybox' && !fromHost.has(`bin/${a}`));
+  const entries: Entry[] = [
     ...base(),
     { path: 'bin/busybox', type: 'file', mode: 0o755, content: await readFile(busybox) },
     ...applets.map((a): Entry => ({ path: `bin/${a}`, type: 'symlink', target: 'busybox' })),
   ];
+  for (const [to, from] of FROM_HOST) entries.push(...(await hostBinary(from, to)));
+  // One entry per path: bash and dd load the same libc.
+  const rootfs = unique(entries);
   const env = ['PATH=/usr/sbin:/usr/bin:/sbin:/bin'];
   const [first, ...others] = BUSYBOX_NAMES.flatMap(named);
   const plain = ociArchive(first!, rootfs, { entrypoint: [], cmd: ['sh'], user: '0:0', env });

@@ -17,7 +17,7 @@ export interface Summary {
   passed: number;
   failed: number;
   skipped: number;
-  /** Spec texts that failed, with the first line of their failure. */
+  /** Spec texts that failed, with the first line of their failure (its first 300 characters). */
   failures: { spec: string; message: string }[];
   /** Reason → how many specs it skipped. Our own skips read "skipped here: <reason>". */
   skipReasons: Record<string, number>;
@@ -54,7 +54,9 @@ export function summarize(reports: { SpecReports?: SpecReport[] | null }[], focu
         out.skipReasons[reason] = (out.skipReasons[reason] ?? 0) + 1;
       } else {
         out.failed++;
-        out.failures.push({ spec: name, message: `${s.State}: ${reasonOf(s.Failure?.Message ?? '')}` });
+        // The first line, cut short: a failed write quotes its whole command, data and all.
+        const why = reasonOf(s.Failure?.Message ?? '');
+        out.failures.push({ spec: name, message: `${s.State}: ${why.length > 300 ? `${why.slice(0, 300)}…` : why}` });
       }
     }
   }
