@@ -39,12 +39,15 @@ export const SKIP = SKIPS.map((s) => s.pattern).join('|');
  * The subset CI runs (test/e2e/storage-suites.test.ts), one spec or two of each path through the driver:
  * a filesystem and a block volume written and read back, exec from a volume, a mode mismatch refused,
  * two volumes of one node kept across a pod's re-creation and one volume shared by pods of one node
- * (filesystem and block), capacity published, and delayed binding to an allowed topology or none.
+ * (filesystem and block), an ext3 volume, the class's mount options on the mount, capacity published,
+ * and delayed binding to an allowed topology or none.
  */
 export const CI_FOCUS = [
   '\\[Testpattern: Dynamic PV \\((default fs|block volmode)\\)\\] (volumes|volumeMode|capacity) ',
   '\\[Testpattern: Dynamic PV \\(delayed binding\\)\\] topology ',
+  '\\[Testpattern: Dynamic PV \\(ext3\\)\\] volumes should store data',
+  '\\[Testpattern: Dynamic PV \\(default fs\\)\\] provisioning should provision storage with mount options',
   '\\[Testpattern: Dynamic PV \\((filesystem|block) volmode\\)\\] multiVolume .*(same volume mode and retain data across pod recreation on the same node|concurrently access the single volume from pods on the same node)',
 ].join('|');
 /** How many specs CI_FOCUS runs, all of which must pass: fewer means the focus no longer selects them. */
-export const CI_MIN_PASSED = 11;
+export const CI_MIN_PASSED = 13;

@@ -106,9 +106,12 @@ export const CSI_IMAGE: CsiImageSpec = {
   packages: ['mount', 'util-linux', 'e2fsprogs'],
   tools: ['/usr/sbin/losetup', '/usr/bin/mount', '/usr/bin/umount', '/usr/sbin/blkid', '/usr/sbin/mke2fs'],
   optionalTools: ['/usr/sbin/e2fsck'],
+  // Every filesystem the node side formats (csi/node-volumes.ts supportedFsTypes) needs its mkfs name.
   links: [
     ['/usr/sbin/mkfs.ext4', 'mke2fs'],
+    ['/usr/sbin/mkfs.ext3', 'mke2fs'],
     ['/usr/sbin/fsck.ext4', 'e2fsck'],
+    ['/usr/sbin/fsck.ext3', 'e2fsck'],
   ],
   files: ['/etc/mke2fs.conf'],
   why:
