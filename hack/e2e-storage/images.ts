@@ -83,6 +83,9 @@ export async function buildE2eImages(images: string[], agnhost: string): Promise
     if (found.length === 0) throw new Error(`e2e.test --list-images names no ${E2E_REGISTRY}/${repo}: is KUBE_TEST_REPO_LIST applied? (it listed ${images.length} images)`);
     return found;
   };
+  // The names first: a binary that lists none of them is refused before anything is fetched.
+  const [first, ...others] = BUSYBOX_NAMES.flatMap(named);
+  const [agnhostName, ...agnhostOthers] = named('agnhost');
   const busybox = await ensureBusybox();
   const { stdout } = await run(busybox, ['--list']);
   const fromHost = new Set(FROM_HOST.map(([to]) => to));
@@ -96,9 +99,7 @@ export async function buildE2eImages(images: string[], agnhost: string): Promise
   // One entry per path: bash and dd load the same libc.
   const rootfs = unique(entries);
   const env = ['PATH=/usr/sbin:/usr/bin:/sbin:/bin'];
-  const [first, ...others] = BUSYBOX_NAMES.flatMap(named);
   const plain = ociArchive(first!, rootfs, { entrypoint: [], cmd: ['sh'], user: '0:0', env });
-  const [agnhostName, ...agnhostOthers] = named('agnhost');
   const withAgnhost = ociArchive(agnhostName!, [...rootfs, { path: 'agnhost', type: 'file', mode: 0o755, content: await readFile(agnhost) }], {
     entrypoint: ['/agnhost'],
     cmd: ['pause'],

@@ -2,7 +2,8 @@
 // (e2e.test with testdriver.yaml beside this file) against NodeDisks on a local cluster of three kubelets
 // started for the run and torn down after it. e2e.test and the busybox image are built once per machine
 // (hack/e2e-storage); nothing is pulled. --focus narrows the specs further (the e2e test runs a subset);
-// the ginkgo JSON report and e2e.test's output stay in --out (default: a temp dir, named at the end).
+// the ginkgo JSON report, its summary (summary.json) and e2e.test's output stay in --out (default: a temp
+// dir, named at the end).
 // Exit 0 only when no spec failed and at least one passed.
 import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -119,6 +120,7 @@ export async function runStorageSuites(o: StorageRunOptions): Promise<Summary> {
     } catch (err) {
       throw new Error(`e2e.test exited ${code} and wrote no readable report ${report} (${(err as Error).message}); its output is in ${logFile}`);
     }
+    writeFileSync(join(o.out, 'summary.json'), `${JSON.stringify({ focus, exitCode: code, ...summary }, null, 2)}\n`);
     say(formatSummary(summary));
     return summary;
   } finally {

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
+import { buildE2eImages, E2E_REGISTRY, REPO_LIST } from '../../hack/e2e-storage/images.ts';
 import { formatSummary, summarize } from '../../hack/e2e-storage/report.ts';
 import { DRIVER, FOCUS, SKIP, SKIPS } from '../../hack/e2e-storage/selection.ts';
 
@@ -71,4 +72,15 @@ test("e2e.test's module requires the control plane's Kubernetes release, with th
   t.is(kube(e2e), kube(cp), 'run hack/e2e-storage/gen-go-mod.sh');
   t.truthy(replaces(cp));
   t.is(replaces(e2e), replaces(cp), 'run hack/e2e-storage/gen-go-mod.sh');
+});
+
+test('the suites’ images: a list of image names without busybox is refused, naming it and the override', async (t) => {
+  const err = await t.throwsAsync(buildE2eImages(['registry.k8s.io/e2e-test-images/busybox:1.37.0-1'], '/nonexistent/agnhost'));
+  t.regex(err!.message, /^e2e\.test --list-images names no localhost\/e2e-test-images\/busybox: is KUBE_TEST_REPO_LIST applied\? \(it listed 1 images\)$/);
+});
+
+test('KUBE_TEST_REPO_LIST moves every registry of the framework under localhost/', (t) => {
+  t.is(Object.keys(REPO_LIST).length, 9);
+  for (const [key, registry] of Object.entries(REPO_LIST)) t.regex(registry, /^localhost\//, key);
+  t.is(REPO_LIST.promoterE2eRegistry, E2E_REGISTRY);
 });
