@@ -6,7 +6,7 @@
 // dir, named at the end).
 // Exit 0 only when no spec failed and at least one passed.
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -56,7 +56,8 @@ export async function runStorageSuites(o: StorageRunOptions): Promise<Summary> {
   const { dataDir, env } = clusterEnv();
   const kubeconfig = join(dataDir, 'kubeconfig');
   const k = (args: string[]) => sh(kubectl, [`--kubeconfig=${kubeconfig}`, ...args], { timeoutMs: 120_000 });
-  say(`starting a local cluster in ${dataDir} (1–2 minutes; its log stays there until the end)`);
+  say(`starting a local cluster in ${dataDir} (1–2 minutes)`);
+  let passed = false;
   const run = startCluster(env);
   try {
     await waitForOutput(run, UP, 40 * 60_000);
@@ -122,11 +123,14 @@ export async function runStorageSuites(o: StorageRunOptions): Promise<Summary> {
     }
     writeFileSync(join(o.out, 'summary.json'), `${JSON.stringify({ focus, exitCode: code, ...summary }, null, 2)}\n`);
     say(formatSummary(summary));
+    passed = summary.failed === 0;
     return summary;
   } finally {
     run.child.kill('SIGINT');
     const exit = await run.exited;
-    say(`local cluster stopped (exit ${exit})`);
+    // A failed run keeps the cluster's logs (control plane, kubelets, containers) beside its report.
+    if (!passed && existsSync(join(dataDir, 'logs'))) cpSync(join(dataDir, 'logs'), join(o.out, 'cluster-logs'), { recursive: true, force: true });
+    say(`local cluster stopped (exit ${exit})${passed ? '' : `; its logs are in ${join(o.out, 'cluster-logs')}`}`);
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
