@@ -23,7 +23,7 @@ import { cacheRoot } from '../lib/paths.ts';
 
 const run = promisify(execFile);
 
-/** Debian 12's busybox-static: every applet the suites run is in it (nsenter, blockdev, sha256sum, base64, dd, ...). */
+/** Debian 12's busybox-static: the applets the suites run (blockdev, sha256sum, base64, mount, ...) but sh and dd, taken from the host (FROM_HOST). */
 export const BUSYBOX_DEB_VERSION = '1:1.35.0-4+deb12u1+b1';
 
 /** The programs taken from this Debian host instead of busybox's applets: where to, from where. */

@@ -43,7 +43,12 @@ export function summarize(reports: { SpecReports?: SpecReport[] | null }[], focu
   const selected = new RegExp(focus);
   for (const r of reports) {
     for (const s of r.SpecReports ?? []) {
-      if (s.LeafNodeType !== 'It') continue;
+      if (s.LeafNodeType !== 'It') {
+        // The suite's own set-up and tear-down (SynchronizedBeforeSuite and the like) belong to no spec:
+        // their failure fails the run, though every spec then reads skipped.
+        if (!['passed', 'skipped', 'pending'].includes(s.State)) failure(out, `[${s.LeafNodeType}]`, s);
+        continue;
+      }
       const name = text(s);
       if (!name.includes(`[Driver: ${DRIVER}]`) || !selected.test(name)) continue;
       out.specSeconds += s.RunTime / 1e9;
@@ -52,16 +57,18 @@ export function summarize(reports: { SpecReports?: SpecReport[] | null }[], focu
         out.skipped++;
         const reason = ours.find((o) => o.re.test(name))?.reason ?? reasonOf(s.Failure?.Message ?? '');
         out.skipReasons[reason] = (out.skipReasons[reason] ?? 0) + 1;
-      } else {
-        out.failed++;
-        // The first line, cut short: a failed write quotes its whole command, data and all.
-        const why = reasonOf(s.Failure?.Message ?? '');
-        out.failures.push({ spec: name, message: `${s.State}: ${why.length > 300 ? `${why.slice(0, 300)}…` : why}` });
-      }
+      } else failure(out, name, s);
     }
   }
   out.specSeconds = Math.round(out.specSeconds);
   return out;
+}
+
+function failure(out: Summary, spec: string, s: SpecReport): void {
+  out.failed++;
+  // The first line, cut short: a failed write quotes its whole command, data and all.
+  const why = reasonOf(s.Failure?.Message ?? '');
+  out.failures.push({ spec, message: `${s.State}: ${why.length > 300 ? `${why.slice(0, 300)}…` : why}` });
 }
 
 export function readSummary(file: string, focus = FOCUS): Summary {

@@ -1,7 +1,7 @@
 // `sudo npm run test:storage [-- --focus=REGEX] [--out=DIR]`: Kubernetes' own external storage suites
 // (e2e.test with testdriver.yaml beside this file) against NodeDisks on a local cluster of three kubelets
-// started for the run and torn down after it. e2e.test and the busybox image are built once per machine
-// (hack/e2e-storage); nothing is pulled. --focus narrows the specs further (the e2e test runs a subset);
+// started for the run and torn down after it. e2e.test and agnhost are built and busybox fetched once per
+// machine, the test images made from them at each run (hack/e2e-storage); nothing is pulled. --focus narrows the specs further (the e2e test runs a subset);
 // the ginkgo JSON report, its summary (summary.json) and e2e.test's output stay in --out (default: a temp
 // dir, named at the end).
 // Exit 0 only when no spec failed and at least one passed.
@@ -37,9 +37,24 @@ export interface StorageRunOptions {
   echo?: boolean;
 }
 
+/**
+ * The run's --ginkgo.focus: every spec of the driver, narrowed by `extra`. ginkgo reads it as RE2 and the
+ * summary as JavaScript, so one that JavaScript cannot read is refused, before anything is built.
+ */
+export function storageFocus(extra?: string): string {
+  const focus = extra ? `${FOCUS}.*(${extra})` : FOCUS;
+  try {
+    new RegExp(focus);
+  } catch (err) {
+    throw new Error(`--focus ${JSON.stringify(extra)} is not a regular expression this runner reads (RE2 and JavaScript alike, no inline flags): ${(err as Error).message}`);
+  }
+  return focus;
+}
+
 /** Runs the suites on a fresh local cluster; returns their summary (throws if the run itself broke). */
 export async function runStorageSuites(o: StorageRunOptions): Promise<Summary> {
   const say = o.log ?? ((l: string) => console.log(l));
+  const focus = storageFocus(o.focus);
   mkdirSync(o.out, { recursive: true });
   const { e2eTest, agnhost } = await ensureE2eBinaries(say);
   const kubectl = (await ensureBinaries(say)).kubectl;
@@ -77,7 +92,6 @@ export async function runStorageSuites(o: StorageRunOptions): Promise<Summary> {
     say(`imported ${images.map((i) => i.name).join(', ')} into ${NODE_NAMES.length} nodes; ${all} disks Available`);
 
     const report = join(o.out, 'report.json');
-    const focus = o.focus ? `${FOCUS}.*(${o.focus})` : FOCUS;
     const args = [
       `--kubeconfig=${kubeconfig}`,
       '--provider=skeleton',

@@ -4,9 +4,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
+import { goModuleDir } from '../../hack/lib/gomod.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { buildE2eImages, E2E_REGISTRY, REPO_LIST } from '../../hack/e2e-storage/images.ts';
 import { formatSummary, summarize } from '../../hack/e2e-storage/report.ts';
+import { storageFocus } from '../../hack/e2e-storage/run.ts';
 import { DRIVER, FOCUS, SKIP, SKIPS } from '../../hack/e2e-storage/selection.ts';
 
 const spec = (leaf: string, state: string, message?: string) => ({
@@ -79,8 +81,33 @@ test('the suites’ images: a list of image names without busybox is refused, na
   t.regex(err!.message, /^e2e\.test --list-images names no localhost\/e2e-test-images\/busybox: is KUBE_TEST_REPO_LIST applied\? \(it listed 1 images\)$/);
 });
 
-test('KUBE_TEST_REPO_LIST moves every registry of the framework under localhost/', (t) => {
-  t.is(Object.keys(REPO_LIST).length, 9);
+test("KUBE_TEST_REPO_LIST moves every registry of the framework's RegistryList (the pinned release's manifest.go) under localhost/", async (t) => {
+  const k8s = await goModuleDir('k8s.io/kubernetes', { pinnedBy: join(REPO_ROOT, 'hack', 'e2e-storage') });
+  const manifest = readFileSync(join(k8s, 'test', 'utils', 'image', 'manifest.go'), 'utf8');
+  const struct = /^type RegistryList struct \{([\s\S]*?)^\}/m.exec(manifest)?.[1] ?? '';
+  const keys = [...struct.matchAll(/yaml:"(\w+)"/g)].map((m) => m[1]);
+  t.true(keys.length > 5, 'RegistryList not found in manifest.go');
+  t.deepEqual(Object.keys(REPO_LIST).sort(), keys.sort());
   for (const [key, registry] of Object.entries(REPO_LIST)) t.regex(registry, /^localhost\//, key);
   t.is(REPO_LIST.promoterE2eRegistry, E2E_REGISTRY);
+});
+
+test('a failure outside any spec (the suite set-up or tear-down) is a failure of the run', (t) => {
+  const s = summarize([
+    {
+      SpecReports: [
+        { ...spec('', 'failed', 'there are no nodes that are Ready'), ContainerHierarchyTexts: null, LeafNodeType: 'SynchronizedBeforeSuite' },
+        spec('should store data', 'skipped'),
+        { ...spec('', 'passed'), ContainerHierarchyTexts: null, LeafNodeType: 'SynchronizedAfterSuite' },
+      ],
+    },
+  ]);
+  t.is(s.failed, 1);
+  t.deepEqual(s.failures, [{ spec: '[SynchronizedBeforeSuite]', message: 'failed: there are no nodes that are Ready' }]);
+});
+
+test('a --focus the summary cannot read as a regular expression is refused, naming it; a readable one narrows the driver’s focus', (t) => {
+  t.throws(() => storageFocus('(?i)volumes'), { message: /^--focus "\(\?i\)volumes" is not a regular expression this runner reads .*: Invalid regular expression/ });
+  t.is(storageFocus('volumes'), `${FOCUS}.*(volumes)`);
+  t.is(storageFocus(), FOCUS);
 });
