@@ -4,7 +4,7 @@
 import { constants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import { DISK_SUFFIX, MARKER_SUFFIX } from '../api/constants.ts';
+import { DISK_SUFFIX, MARKER_SUFFIX, STAGED_SUFFIX } from '../api/constants.ts';
 import { diskIdFromFileName, diskIdProblem, nodeDiskName } from '../api/names.ts';
 
 export interface DiskFile {
@@ -135,11 +135,13 @@ export async function inspectDiskFile(diskDir: string, name: string, fs: Discove
 }
 
 /**
- * The diskID a dir entry's change concerns: `<id>.img` and its marker `<id>.img.reserved`; undefined for
- * anything else (our own marker temp files among them: the rename that completes a marker names it).
+ * The diskID a dir entry's change concerns: `<id>.img`, its marker `<id>.img.reserved` and the CSI node
+ * side's record `<id>.img.staged` (its removal lets a waiting wipe go at once); undefined for anything else
+ * (our own marker temp files among them: the rename that completes a marker names it).
  */
 export function diskIdOfEntry(name: string): string | undefined {
-  const base = name.endsWith(MARKER_SUFFIX) ? name.slice(0, -MARKER_SUFFIX.length) : name;
+  const suffix = [MARKER_SUFFIX, STAGED_SUFFIX].find((s) => name.endsWith(s));
+  const base = suffix ? name.slice(0, -suffix.length) : name;
   if (!base.endsWith(DISK_SUFFIX)) return undefined;
   return diskIdFromFileName(base);
 }

@@ -2,56 +2,46 @@
 // side. Such an image is not wiped: a filesystem still mounted from it would write its metadata back over
 // the wiped file when it is unmounted (ext4 its superblock), and a pod may still be using it.
 //
-// The agent has no device access and needs none: each attached loop device names its backing file in
-// sysfs (/sys/block/loopN/loop/backing_file, world-readable). The kernel names it by the path it was
-// opened through, as the attaching program's mount namespace sees it: the disk dir's host path (the CSI
-// node container mounts the disk dir at that same path), or, once that container is gone (restarted),
-// the file's path inside its detached mount of the disk dir: `/<diskID>.img`. Each of these counts.
-import { readdir, readFile } from 'node:fs/promises';
+// The agent has no device access, so it cannot ask the kernel which file a loop device serves (that takes
+// an ioctl on the device); sysfs only names the backing file by a path, which a node of a shared kernel
+// (the local cluster) or a restarted container makes ambiguous. It reads the node side's records instead
+// (api/staged-record.ts): the image's inode and device, the loop device and its sequence number, checked
+// live against sysfs. An image renamed since it was staged is still found by its inode.
+import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISK_SUFFIX } from '../api/constants.ts';
-import { diskPath } from '../api/names.ts';
+import { bootId, deviceNumberText, isLive, readStagedRecords, recordsImage, SYS_BLOCK } from '../api/staged-record.ts';
 
-export const SYS_BLOCK = '/sys/block';
+export { SYS_BLOCK };
 
 export interface LoopAttachment {
   /** `/dev/loopN`. */
   device: string;
-  /** The backing file as sysfs names it. */
-  backingFile: string;
-}
-
-/** The paths by which a loop device may name this disk's image (see above). */
-export function imageLoopPaths(diskDir: string, hostDiskDir: string, diskID: string): string[] {
-  const name = `${diskID}${DISK_SUFFIX}`;
-  return [...new Set([join(diskDir, name), diskPath(hostDiskDir, diskID), `/${name}`])];
+  /** Where the volume served by it is staged. */
+  stagingPath: string;
 }
 
 /**
- * The loop devices whose backing file is one of `paths`, read from `sysBlock` (tests give a fake tree).
- * Throws when sysfs cannot be read: an image that may be attached is not one to wipe.
+ * The loop devices that serve the image `<diskDir>/<diskID>.img` now, by the node side's live records of
+ * it; `sysBlock` and `bootIdFile` are for tests. Throws when the records or sysfs cannot be read: an
+ * image that may be attached is not one to wipe.
  */
-export async function loopDevicesBacking(paths: string[], sysBlock: string = SYS_BLOCK): Promise<LoopAttachment[]> {
-  let names;
+export async function loopDevicesHolding(diskDir: string, diskID: string, o: { sysBlock?: string | undefined; bootIdFile?: string | undefined } = {}): Promise<LoopAttachment[]> {
+  let st;
   try {
-    names = await readdir(sysBlock);
+    st = await fsp.lstat(join(diskDir, `${diskID}${DISK_SUFFIX}`), { bigint: true });
   } catch (err) {
-    // No block devices visible at all: no loop device either.
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw new Error(`cannot list loop devices in ${sysBlock}: ${(err as Error).message}`);
+    throw new Error(`cannot look at the disk image: ${(err as Error).message}`);
   }
-  const wanted = new Set(paths);
+  if (!st.isFile()) return [];
+  const image = { ino: st.ino, dev: deviceNumberText(st.dev) };
+  const records = (await readStagedRecords(diskDir)).filter((f) => recordsImage(f.record, image));
+  if (records.length === 0) return [];
+  const boot = await bootId(o.bootIdFile);
   const found: LoopAttachment[] = [];
-  for (const name of names.filter((n) => /^loop\d+$/.test(n)).sort((a, b) => Number(a.slice(4)) - Number(b.slice(4)))) {
-    let backingFile;
-    try {
-      backingFile = (await readFile(join(sysBlock, name, 'loop', 'backing_file'), 'utf8')).replace(/\n$/, '');
-    } catch (err) {
-      // A loop device with nothing attached has no backing_file.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw new Error(`cannot read the backing file of loop device ${name}: ${(err as Error).message}`);
-    }
-    if (wanted.has(backingFile)) found.push({ device: `/dev/${name}`, backingFile });
+  for (const { record } of records) {
+    if (await isLive(record, { bootId: boot, sysBlock: o.sysBlock ?? SYS_BLOCK })) found.push({ device: record.device, stagingPath: record.stagingPath });
   }
   return found;
 }

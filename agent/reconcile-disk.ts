@@ -19,7 +19,7 @@ import { isApiError } from '../lib/kube/errors.ts';
 import { pendingWipe } from '../api/wipe.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import type { Discovery } from './discover.ts';
-import { imageLoopPaths, loopDevicesBacking } from './loop-attached.ts';
+import { loopDevicesHolding } from './loop-attached.ts';
 import { ensureMarker, markerState, removeMarker } from './markers.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { observedStatus, statusChanged } from './observe.ts';
@@ -53,6 +53,8 @@ export interface ReconcileContext {
   nodeUID?: string | undefined;
   /** Where sysfs lists the block devices (./loop-attached.ts; tests give a tree of their own). */
   sysBlockDir?: string | undefined;
+  /** This boot's ID (api/staged-record.ts; tests give a file of their own). */
+  bootIdFile?: string | undefined;
 }
 
 /** How a wipe waiting for a loop device to let the image go begins (what its report and log say). */
@@ -133,9 +135,9 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
       // An image still attached to a loop device is a volume still staged here: wiped now, what is mounted
       // from it would write its metadata back at unmount. It waits, phase Wiping, and is tried again at
       // each rescan; the report names the device, and is written once, not at every rescan.
-      const loops = await loopDevicesBacking(imageLoopPaths(diskDir, hostDiskDir, diskID), ctx.sysBlockDir);
+      const loops = await loopDevicesHolding(diskDir, diskID, { sysBlock: ctx.sysBlockDir, bootIdFile: ctx.bootIdFile });
       if (loops.length > 0) {
-        const held = loops.map((l) => `${l.device} (backing file ${l.backingFile})`).join(', ');
+        const held = loops.map((l) => `${l.device} (staged at ${l.stagingPath})`).join(', ');
         waitingForLoop = `${WAITING_FOR_LOOP} (wipe request ${wipe}): it is attached to loop device ${held}, a volume still staged on this node; it is wiped once that device is detached`;
       } else {
         if (!failedBefore) {

@@ -83,6 +83,8 @@ export const DEFAULT_DISK_DIR = '/var/lib/node-disks-manager/disks';
 export const DISK_SUFFIX = '.img';
 export const MARKER_SUFFIX = '.reserved';
 export const MARKER_CONTENT = 'reserved\n';
+/** The CSI node side's record of a disk staged on a loop device, beside the image (api/staged-record.ts). */
+export const STAGED_SUFFIX = '.staged';
 
 /**
  * The namespace the install puts its workloads, ServiceAccounts and Leases in (kustomize/namespace): the

@@ -98,12 +98,11 @@ export async function listLoopDevices(): Promise<LoopDevice[]> {
 }
 
 /**
- * The loop devices serving this image: its very file (same inode). With `includeStale`, also those over
- * an earlier file of that path (removed or replaced since, named by the path it had): what a cleanup
- * detaches, never what a volume is staged on.
+ * The loop devices serving this image: its very file (same inode on the same filesystem). Never by the
+ * path: another file had it before, and on a kernel shared by several nodes, another node's file has it.
  */
-export function devicesOfImage(devices: LoopDevice[], image: ImageRef, o: { includeStale?: boolean } = {}): LoopDevice[] {
-  return devices.filter((d) => sameFile(d.backing, image.identity) || (o.includeStale === true && d.backingFile === image.path));
+export function devicesOfImage(devices: LoopDevice[], image: ImageRef): LoopDevice[] {
+  return devices.filter((d) => sameFile(d.backing, image.identity));
 }
 
 /**

@@ -8,6 +8,8 @@
 import { readFile, realpath } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 
+export { splitDeviceNumber } from '../api/staged-record.ts';
+
 export interface MountEntry {
   id: number;
   parentId: number;
@@ -92,12 +94,4 @@ export async function canonicalPath(path: string): Promise<string> {
 /** Whether something is mounted at the path. */
 export async function isMountPoint(path: string): Promise<boolean> {
   return topMountAt(await readMounts(), await canonicalPath(path)) !== undefined;
-}
-
-/** A device number (st_dev, st_rdev as stat gives them) split as glibc's major() and minor() do. */
-export function splitDeviceNumber(dev: bigint): { major: number; minor: number } {
-  return {
-    major: Number(((dev & 0xfff00n) >> 8n) | ((dev & 0xfffff00000000000n) >> 32n)),
-    minor: Number((dev & 0xffn) | ((dev & 0xffffff00000n) >> 12n)),
-  };
 }

@@ -11,10 +11,18 @@ import * as volumes from './node-volumes.ts';
 import { identityService, nodeService } from './proto/load.ts';
 import { Registration, registrationSocket } from './registration.ts';
 import { serve } from './server.ts';
+import { pruneStaleRecords } from './staged-records.ts';
 
 export async function runNodeSide(config: NodeSideConfig, log: Logger, stopping: AbortSignal, ops: typeof opsServerOrExit): Promise<void> {
   const registration = config.registrationDir ? new Registration({ endpoint: config.csiAddress, log }) : undefined;
   const service = new NodeService({ nodeName: config.nodeName, diskDir: config.diskDir, volumes });
+  // Before any call is served, so that nothing is being staged meanwhile: records whose device was detached
+  // or went with a reboot while this program was not running.
+  const stale = await pruneStaleRecords(config.diskDir).catch((err: unknown) => {
+    log.warn('cannot look for stale staged records', { diskDir: config.diskDir, error: (err as Error).message });
+    return [];
+  });
+  if (stale.length) log.info('stale staged records removed', { records: stale });
   const notReady = () => registration?.problem();
   const server = await ops({ address: config.httpAddress, registry: new Registry(), healthz: () => undefined, readyz: notReady });
   const stopCsi = await serve(

@@ -19,7 +19,7 @@ export interface NodeVolumes {
   /** The images of the disk dir whose NodeDisk name on `nodeName` is `name` (a call with only a volume ID). */
   imagesNamed(diskDir: string, nodeName: string, name: string): Promise<string[]>;
   stage(o: { image: string; stagingPath: string; mode: 'filesystem' | 'block'; fsType: string; mountOptions: string[]; readOnly: boolean }): Promise<unknown>;
-  unstage(o: { stagingPath: string; image?: string }): Promise<void>;
+  unstage(o: { stagingPath: string; diskDir: string; image?: string }): Promise<void>;
   publish(o: { image: string; stagingPath: string; targetPath: string; mode: 'filesystem' | 'block'; readOnly: boolean; mountOptions: string[] }): Promise<void>;
   unpublish(targetPath: string): Promise<void>;
   volumeStats(
@@ -150,7 +150,7 @@ export class NodeService {
           if (err instanceof CsiError && err.code === 'NOT_FOUND') return undefined;
           throw err;
         });
-        await this.o.volumes.unstage({ stagingPath: req.staging_target_path, ...(image ? { image } : {}) });
+        await this.o.volumes.unstage({ stagingPath: req.staging_target_path, diskDir: this.o.diskDir, ...(image ? { image } : {}) });
         return {};
       });
     },

@@ -16,6 +16,7 @@ import { attachLoop, detachLoop, devicesOfImage, type ImageRef, imageRef, listLo
 import { canonicalPath, isReadOnly, type MountEntry, readMounts, splitDeviceNumber, topMountAt } from './mountinfo.ts';
 import { NodeVolumeError } from './node-errors.ts';
 import { hasTool, runTool } from './run-tool.ts';
+import { liveRecordsAt, removeStagedRecords, stagedRecordOf, writeStagedRecord } from './staged-records.ts';
 
 export { isMountPoint } from './mountinfo.ts';
 export { isNodeVolumeError, NodeVolumeError, type NodeVolumeErrorCode } from './node-errors.ts';
@@ -209,13 +210,26 @@ function isFilesystemOf(m: MountEntry, node: DeviceNode): boolean {
   return sameNumber(m, node.rdev);
 }
 
-/** Whether a mount is the device node itself bound onto a file (Block mode's publish). */
-function isBindOfNode(m: MountEntry, node: DeviceNode): boolean {
-  return sameNumber(m, node.dev) && m.root === `/${basename(node.device)}`;
-}
+/** Filesystems a device node is bound from (the host's /dev, or a container's own). */
+const DEVICE_NODE_FS = new Set(['devtmpfs', 'tmpfs']);
 
-function mountsOfDevice(mounts: MountEntry[], node: DeviceNode): MountEntry[] {
-  return mounts.filter((m) => isFilesystemOf(m, node) || isBindOfNode(m, node));
+/**
+ * The mounts that use this device: its filesystem (mounted from it, or bound from such a mount), or a
+ * device node of it bound onto a file (Block mode's publish, the kubelet's maps of it). A bound node is
+ * known by the device number the bound file has, not by the node's name: a restarted container's /dev,
+ * or another node's of a shared kernel, has other nodes of other names.
+ */
+async function mountsOfDevice(mounts: MountEntry[], node: DeviceNode): Promise<MountEntry[]> {
+  const out: MountEntry[] = [];
+  for (const m of mounts) {
+    if (isFilesystemOf(m, node)) out.push(m);
+    else if (m.root !== '/' && DEVICE_NODE_FS.has(m.fsType)) {
+      const st = await fsp.stat(m.mountPoint, { bigint: true }).catch(() => undefined);
+      const r = st?.isBlockDevice() ? splitDeviceNumber(st.rdev) : undefined;
+      if (r && r.major === node.rdev.major && r.minor === node.rdev.minor) out.push(m);
+    }
+  }
+  return out;
 }
 
 /** Unmounts everything stacked on the path, top first; nothing mounted is success. */
@@ -269,10 +283,11 @@ async function detachUnmounted(devices: LoopDevice[], image: string): Promise<vo
   if (devices.length === 0) return;
   const mounts = await readMounts();
   const nodes = await Promise.all(devices.map((d) => deviceNode(d.device)));
-  const busy = nodes.flatMap((n) => {
-    const where = mountsOfDevice(mounts, n);
-    return where.length ? [`${n.device} is mounted at ${where.map((m) => m.mountPoint).join(', ')}`] : [];
-  });
+  const busy: string[] = [];
+  for (const n of nodes) {
+    const where = await mountsOfDevice(mounts, n);
+    if (where.length) busy.push(`${n.device} is mounted at ${where.map((m) => m.mountPoint).join(', ')}`);
+  }
   if (busy.length) {
     throw new NodeVolumeError('failed-precondition', `the loop device of ${image} is still in use, so it is not detached: ${busy.join('; ')} (a publish not yet undone?)`);
   }
@@ -344,8 +359,10 @@ export async function stage(r: StageRequest): Promise<{ device: string }> {
   const ref = await existingImage(image);
   if (mode === 'block') {
     return serialized(image, async () => {
-      const attached = devicesOfImage(await listLoopDevices(), ref);
-      return { device: attached[0]?.device ?? (await attachLoop(image)) };
+      const already = devicesOfImage(await listLoopDevices(), ref)[0]?.device;
+      const device = already ?? (await attachLoop(image));
+      await recordOrDetach(ref, device, stagingPath, already === undefined);
+      return { device };
     });
   }
   const fsType = await fsTypeArg(r.fsType);
@@ -364,6 +381,8 @@ export async function stage(r: StageRequest): Promise<{ device: string }> {
       const ours = nodes.find((n) => isFilesystemOf(top, n) && top.root === '/');
       if (!ours) throw new NodeVolumeError('already-exists', `staging path ${stagingPath} already has ${top.source} (${top.fsType}) mounted, not a loop device of ${image}`);
       if (top.fsType !== fsType) throw new NodeVolumeError('already-exists', `staging path ${stagingPath} has ${image} mounted as ${top.fsType}, not ${fsType}`);
+      // Staged by a program that stopped before it wrote the record (or wrote none): written now.
+      await writeStagedRecord(ref, await stagedRecordOf(ref, ours.device, stagingPath));
       if (isReadOnly(top) !== readOnly) {
         throw new NodeVolumeError(
           'already-exists',
@@ -374,6 +393,7 @@ export async function stage(r: StageRequest): Promise<{ device: string }> {
     }
     const already = attached[0]?.device;
     const device = already ?? (await attachLoop(image));
+    await recordOrDetach(ref, device, stagingPath, already === undefined);
     try {
       const found = await probe(device);
       if (found.kind === 'other') {
@@ -392,14 +412,35 @@ export async function stage(r: StageRequest): Promise<{ device: string }> {
       await runTool('mount', ['-t', fsType, ...(options.length ? ['-o', options.join(',')] : []), device, stagingPath], { timeoutMs: MOUNT_TIMEOUT_MS });
     } catch (err) {
       // A device this call attached is not left behind by its failure (nothing else knows of it yet).
-      if (!already) {
-        const mine = devicesOfImage(await listLoopDevices(), ref).filter((d) => d.device === device);
-        await detachUnmounted(mine, image).catch(() => undefined);
-      }
+      if (!already) await detachOwn(ref, device, stagingPath);
       throw err;
     }
     return { device };
   });
+}
+
+/**
+ * Records the stage (./staged-records.ts) before anything is written to the device; a record that cannot
+ * be written fails the stage, and a device this call attached goes with it.
+ */
+async function recordOrDetach(ref: ImageRef, device: string, stagingPath: string, attachedNow: boolean): Promise<void> {
+  try {
+    await writeStagedRecord(ref, await stagedRecordOf(ref, device, stagingPath));
+  } catch (err) {
+    if (attachedNow) await detachOwn(ref, device, stagingPath);
+    throw err;
+  }
+}
+
+/** Detaches a device this call attached, after a failure, and forgets its record: best effort, the failure is what is reported. */
+async function detachOwn(ref: ImageRef, device: string, stagingPath: string): Promise<void> {
+  const mine = devicesOfImage(await listLoopDevices(), ref).filter((d) => d.device === device);
+  try {
+    await detachUnmounted(mine, ref.path);
+    await removeStagedRecords(dirname(ref.path), stagingPath);
+  } catch {
+    // Left for the unstage the CO sends after a failed stage, which finds the device by the image.
+  }
 }
 
 export interface PublishRequest {
@@ -531,36 +572,46 @@ export async function unpublish(targetPath: string): Promise<void> {
 
 export interface UnstageRequest {
   stagingPath: string;
-  /**
-   * The disk image: its loop devices are detached. Without it, only the loop device mounted at the staging
-   * path is found (Filesystem mode); Block mode mounts nothing there, so it needs the image.
-   */
+  /** The disk dir: where the stage's record is (api/staged-record.ts). */
+  diskDir: string;
+  /** The disk image, when its name still leads to one: the loop devices serving its inode are this volume's too. */
   image?: string | undefined;
 }
 
 /**
- * Unmounts the staging path and detaches every loop device serving the image (or mounted at the staging
- * path), unless a mount of one remains elsewhere (a publish not undone): that is an error, not a detach.
- * Nothing there is success.
+ * Unmounts the staging path and detaches the volume's loop devices, unless a mount of one remains
+ * elsewhere (a publish not undone): that is an error, not a detach. Nothing there is success.
+ *
+ * The volume's devices are found by what they are, never by a path: the device whose filesystem is
+ * mounted at the staging path (Filesystem), the devices serving the image's inode, and the device of the
+ * stage's record while it is still that attachment and serves the inode recorded (an image removed or
+ * renamed since). A device over another file of the same path (another node's, on a shared kernel) is
+ * none of these.
  */
 export async function unstage(r: UnstageRequest): Promise<void> {
   const stagingPath = await pathArg('staging path', r.stagingPath);
+  const diskDir = absolutePath('disk dir', r.diskDir);
   const image = r.image === undefined ? undefined : absolutePath('disk image', r.image);
   return serialized(image ?? stagingPath, async () => {
     const devices = await listLoopDevices();
-    // The loop devices mounted at the staging path, found before they are unmounted.
-    const staged: LoopDevice[] = [];
+    const mine: LoopDevice[] = [];
+    const add = (d: LoopDevice | undefined) => {
+      if (d && !mine.some((m) => m.device === d.device)) mine.push(d);
+    };
     const top = topMountAt(await readMounts(), stagingPath);
     if (top) {
       for (const d of devices) {
         const n = await deviceNode(d.device).catch(() => undefined);
-        if (n && isFilesystemOf(top, n)) staged.push(d);
+        if (n && isFilesystemOf(top, n)) add(d);
       }
     }
+    if (image !== undefined) for (const d of devicesOfImage(devices, await imageRef(image))) add(d);
+    for (const rec of await liveRecordsAt(diskDir, stagingPath)) {
+      add(devices.find((d) => d.device === rec.device && d.backing !== undefined && `${d.backing.ino}` === rec.image.ino && `${d.backing.major}:${d.backing.minor}` === rec.image.dev));
+    }
     await unmountAll(stagingPath);
-    const ofImage = image === undefined ? [] : devicesOfImage(devices, await imageRef(image), { includeStale: true });
-    const all = [...ofImage, ...staged.filter((s) => !ofImage.some((d) => d.device === s.device))];
-    await detachUnmounted(all, image ?? `the volume staged at ${stagingPath}`);
+    await detachUnmounted(mine, image ?? `the volume staged at ${stagingPath}`);
+    await removeStagedRecords(diskDir, stagingPath);
   });
 }
 

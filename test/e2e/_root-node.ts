@@ -2,8 +2,8 @@
 // names the reason when not root, a temp dir whose every mount and loop device is undone in teardown
 // whatever the test did, and a look at what is left that does not use the code under test (the raw
 // mountinfo text and sysfs), so that a leak the node code cannot see is still caught.
-import { execFileSync } from 'node:child_process';
-import { mkdtemp, readdir, readFile, realpath, rm } from 'node:fs/promises';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ExecutionContext } from 'ava';
@@ -67,4 +67,32 @@ export async function rootTempDir(t: ExecutionContext, prefix: string): Promise<
   const d = await realpath(await mkdtemp(join(tmpdir(), prefix)));
   t.teardown(() => forceCleanup(d));
   return d;
+}
+
+/**
+ * Another node of a kernel shared by several (the local cluster): its own `<diskID>.img` at the very path
+ * of this node's, attached from its own mount namespace and held open as a pod's reads hold it; its bytes
+ * begin with `mark`. Stopped and detached in teardown. Returns the device.
+ */
+export async function otherNodesDevice(t: ExecutionContext, o: { dir: string; diskDir: string; diskID: string; bytes: number; mark: string }): Promise<string> {
+  const otherDisks = join(o.dir, 'other-node-disks');
+  await mkdir(otherDisks);
+  const file = join(otherDisks, `${o.diskID}.img`);
+  await writeFile(file, o.mark);
+  await truncate(file, o.bytes);
+  const child = spawn(
+    'unshare',
+    ['--mount', '--propagation', 'private', 'sh', '-ec', 'mount --bind "$1" "$2"; d=$(losetup --find --show "$2/$3"); exec 3<"$d"; echo "$d"; exec sleep 600 <&3', 'sh', otherDisks, o.diskDir, `${o.diskID}.img`],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const device = await new Promise<string>((resolve, reject) => {
+    child.stdout.once('data', (b: Buffer) => resolve(b.toString().trim()));
+    child.once('exit', (code) => reject(new Error(`the other node's process exited (${code}) before it attached its disk`)));
+  });
+  t.teardown(async () => {
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    if ((await loopBackingFiles()).get(device)?.endsWith(`/${o.diskID}.img`)) execFileSync('losetup', ['--detach', device]);
+  });
+  return device;
 }

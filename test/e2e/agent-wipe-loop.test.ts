@@ -1,8 +1,8 @@
 // The agent does not wipe a disk image that a loop device still serves (root only; `npm run test:e2e`, no
 // cluster needed): with real loop devices and the real sysfs, a released disk whose wipe is asked for
-// stays held, phase Wiping naming the device, while the CSI node side has the volume staged (and while a
-// device attached from a mount namespace that is gone still serves it), and is wiped at the first
-// reconcile after the device is detached. The agent's reconcile runs against a fake API server; the disk
+// stays held, phase Wiping naming the device, while the CSI node side has the volume staged (also when
+// the node side's container is gone since), and is wiped at the first reconcile after the device is
+// detached; another node's device over a file of the same path holds nothing. The agent's reconcile runs against a fake API server; the disk
 // dir, the loop devices and the mounts are real.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -18,7 +18,7 @@ import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { openImage, stage, unstage } from '../../csi/node-volumes.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
-import { loopBackingFiles, requireRoot, rootTempDir } from './_root-node.ts';
+import { loopBackingFiles, otherNodesDevice, requireRoot, rootTempDir } from './_root-node.ts';
 
 const NODE = 'node-a';
 const SECRET = 'team-x secret bytes';
@@ -104,7 +104,7 @@ test('a disk staged by the CSI node side is not wiped until it is unstaged, then
   await d.reconcile();
   t.is(d.statusWrites(), 1, 'the wait was written again at a rescan');
 
-  await unstage({ stagingPath: staging, image: d.image });
+  await unstage({ stagingPath: staging, diskDir: d.diskDir, image: d.image });
   await d.reconcile();
   t.is(d.node()?.phase, 'Available');
   t.is(d.node()?.wipedFor, 'pv-1234');
@@ -112,26 +112,42 @@ test('a disk staged by the CSI node side is not wiped until it is unstaged, then
   t.false(existsSync(d.marker));
 });
 
-test('a loop device attached from a mount namespace that is gone (the kernel names the file /disk2.img) holds the wipe too', async (t) => {
+test('a volume staged by a node side whose container is gone (the kernel names the file /disk2.img) holds the wipe by its record until its device is detached', async (t) => {
   const dir = await rootTempDir(t, 'nodedisks-agent-loop-');
   const d = await releasedDisk(dir, 'disk2', 'pv-5678');
+  // The node side's container: its own mount namespace with its own view of the disk dir, gone once it exits.
   const view = join(dir, 'container-view');
   await mkdir(view);
-  const device = execFileSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-ec', 'mount --bind "$1" "$2"; losetup --find --show "$2/disk2.img"', 'sh', d.diskDir, view], {
-    encoding: 'utf8',
-  }).trim();
+  const script = `const v = await import(${JSON.stringify(new URL('../../csi/node-volumes.ts', import.meta.url).href)}); const r = await v.stage({ image: await v.openImage(process.argv[1], 'disk2'), stagingPath: process.argv[2], mode: 'block' }); console.log(r.device);`;
+  const device = execFileSync(
+    'unshare',
+    ['--mount', '--propagation', 'private', 'sh', '-ec', 'mount --bind "$1" "$2"; exec "$3" --input-type=module -e "$4" "$2" "$5"', 'sh', d.diskDir, view, process.execPath, script, join(dir, 'staging')],
+    { encoding: 'utf8' },
+  ).trim();
   t.teardown(async () => {
     if ((await loopBackingFiles()).get(device) === '/disk2.img') execFileSync('losetup', ['--detach', device]);
   });
-  t.is((await loopBackingFiles()).get(device), '/disk2.img');
+  t.is((await loopBackingFiles()).get(device), '/disk2.img', 'the kernel names the file from the detached mount (what this test stands for)');
 
   await d.reconcile();
   t.is(d.node()?.phase, 'Wiping');
-  t.regex(d.node()?.message ?? '', new RegExp(`attached to loop device ${device} \\(backing file /disk2\\.img\\)`));
+  t.regex(d.node()?.message ?? '', new RegExp(`attached to loop device ${device} \\(staged at ${join(dir, 'staging')}\\)`));
   t.true(await d.holdsSecret());
 
   execFileSync('losetup', ['--detach', device]);
   await d.reconcile();
   t.is(d.node()?.phase, 'Available');
+  t.false(await d.holdsSecret());
+});
+
+test("another node's loop device over its own file of this image's path (a kernel shared by several nodes) does not hold this node's wipe", async (t) => {
+  const dir = await rootTempDir(t, 'nodedisks-agent-loop-');
+  const d = await releasedDisk(dir, 'disk3', 'pv-9012');
+  const other = await otherNodesDevice(t, { dir, diskDir: d.diskDir, diskID: 'disk3', bytes: 16 * MiB, mark: 'other node data' });
+  t.is((await loopBackingFiles()).get(other), d.image, "the kernel names the other node's file by this image's path (what this test stands for)");
+
+  await d.reconcile();
+  t.is(d.node()?.phase, 'Available', d.node()?.message);
+  t.is(d.node()?.wipedFor, 'pv-9012');
   t.false(await d.holdsSecret());
 });

@@ -7,14 +7,14 @@
 // every test nothing is mounted under its temp dir and no loop device serves its images.
 import { execFileSync } from 'node:child_process';
 import { constants, existsSync } from 'node:fs';
-import { lstat, mkdir, open, readFile, stat, symlink, truncate, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, open, readFile, rename, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import test, { type ExecutionContext } from 'ava';
 import { NodeVolumeError, type NodeVolumeErrorCode } from '../../csi/node-errors.ts';
 import { isMountPoint, openImage, publish, stage, unpublish, unstage, volumeStats } from '../../csi/node-volumes.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
-import { leftovers, loopBackingFiles, requireRoot, rootTempDir } from './_root-node.ts';
+import { leftovers, loopBackingFiles, otherNodesDevice, requireRoot, rootTempDir } from './_root-node.ts';
 
 const MiB = 2 ** 20;
 const IMAGE_BYTES = 64 * MiB;
@@ -107,15 +107,15 @@ test('Filesystem mode: a blank disk is formatted ext4 and mounted; each operatio
     await unpublish(target);
     t.false(existsSync(target), `${target} was not removed`);
   }
-  await unstage({ stagingPath: s.staging, image: s.image });
-  await unstage({ stagingPath: s.staging, image: s.image });
+  await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
+  await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
   t.false(await isMountPoint(s.staging));
   await nothingLeft(t, s.dir);
 
   // Staged again: found as the ext4 it is, never formatted again.
   await stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem' });
   t.is(await readFile(join(s.staging, 'hello'), 'utf8'), 'from the pod');
-  await unstage({ stagingPath: s.staging, image: s.image });
+  await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
   await nothingLeft(t, s.dir);
 });
 
@@ -143,8 +143,8 @@ test('Block mode: the loop device itself is published on a file; each operation 
   await unpublish(target);
   await unpublish(target);
   t.false(existsSync(target));
-  await unstage({ stagingPath: s.staging, image: s.image });
-  await unstage({ stagingPath: s.staging, image: s.image });
+  await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
+  await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
   await nothingLeft(t, s.dir);
 });
 
@@ -182,8 +182,8 @@ test('a restart loses nothing: staged and published by one process, unpublished 
 
   await fresh.unpublish(s.target);
   await fresh.unpublish(blockTarget);
-  await fresh.unstage({ stagingPath: s.staging, image: s.image });
-  await fresh.unstage({ stagingPath: blockStaging, image: blockImage });
+  await fresh.unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
+  await fresh.unstage({ stagingPath: blockStaging, diskDir: s.diskDir, image: blockImage });
   await nothingLeft(t, s.dir);
 });
 
@@ -213,16 +213,59 @@ test('a loop device attached by a program whose mount namespace is gone (a resta
     await publish({ stagingPath: s.staging, targetPath: target, mode, image: s.image });
     await unpublish(target);
   }
-  await unstage({ stagingPath: s.staging, image: s.image });
+  await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
   t.is((await loopBackingFiles()).get(attached), undefined, 'the device attached before the restart was left behind');
   await nothingLeft(t, s.dir);
+});
+
+function loopListing(device: string): { name: string; 'back-file': string; autoclear: boolean } | undefined {
+  const doc = JSON.parse(execFileSync('losetup', ['--list', '--json', '--output', 'NAME,BACK-FILE,AUTOCLEAR'], { encoding: 'utf8' }) || '{"loopdevices":[]}') as {
+    loopdevices: { name: string; 'back-file': string; autoclear: boolean }[];
+  };
+  return doc.loopdevices.find((d) => d.name === device);
+}
+
+test("another node's loop device over its own file of the same path is never this volume's: not reused, not detached, still read (Filesystem and Block)", async (t) => {
+  const s = await setup(t);
+  const other = await otherNodesDevice(t, { dir: s.dir, diskDir: s.diskDir, diskID: 'disk1', bytes: IMAGE_BYTES, mark: 'other node data' });
+  t.is(loopListing(other)?.['back-file'], s.image, 'the kernel names the other node\'s file by this node\'s image path (what this test stands for)');
+  for (const mode of ['filesystem', 'block'] as const) {
+    const target = mode === 'block' ? join(s.dir, 'kubelet', 'block-target') : s.target;
+    const { device } = await stage({ image: s.image, stagingPath: s.staging, mode });
+    t.not(device, other, `${mode}: the other node's device was taken for this node's image`);
+    await publish({ stagingPath: s.staging, targetPath: target, mode, image: s.image });
+    await unpublish(target);
+    await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
+    t.deepEqual(loopListing(other), { name: other, 'back-file': s.image, autoclear: false }, `${mode}: the other node's device was asked to go`);
+    const head = Buffer.alloc(15);
+    const fh = await open(other, 'r');
+    await fh.read(head, 0, 15, 0);
+    await fh.close();
+    t.is(head.toString(), 'other node data', `${mode}: the other node's device no longer reads its data`);
+  }
+  t.deepEqual(await leftovers(s.dir), { mounts: [], loops: [`${other} ${s.image}`] }, 'this node left something, or the other node lost its device');
+});
+
+test('an unstage finds the device of a Block volume whose image was removed or renamed since, by the stage record, and detaches it', async (t) => {
+  for (const change of ['removed', 'renamed'] as const) {
+    const s = await setup(t, `disk-${change}`);
+    const { device } = await stage({ image: s.image, stagingPath: s.staging, mode: 'block' });
+    t.true(existsSync(join(s.diskDir, `disk-${change}.img.staged`)), 'no record of the stage beside the image');
+    if (change === 'removed') await rm(s.image);
+    else await rename(s.image, join(s.diskDir, 'disk-moved.img'));
+    await unstage({ stagingPath: s.staging, diskDir: s.diskDir });
+    t.is(loopListing(device), undefined, `${change}: the volume's loop device was left attached`);
+    t.false(existsSync(join(s.diskDir, `disk-${change}.img.staged`)), `${change}: the record outlived the device`);
+    await unstage({ stagingPath: s.staging, diskDir: s.diskDir });
+    await nothingLeft(t, s.dir);
+  }
 });
 
 test('Filesystem mode unstage without the image finds the loop device from the staging mount', async (t) => {
   const s = await setup(t);
   await stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem' });
-  await unstage({ stagingPath: s.staging });
-  await unstage({ stagingPath: s.staging });
+  await unstage({ stagingPath: s.staging, diskDir: s.diskDir });
+  await unstage({ stagingPath: s.staging, diskDir: s.diskDir });
   await nothingLeft(t, s.dir);
 });
 
@@ -232,11 +275,11 @@ test('an unstage while a publish remains is refused and detaches nothing; after 
     const target = mode === 'block' ? join(s.dir, 'kubelet', 'block-target') : s.target;
     const { device } = await stage({ image: s.image, stagingPath: s.staging, mode });
     await publish({ stagingPath: s.staging, targetPath: target, mode, image: s.image });
-    await rejectsWith(t, unstage({ stagingPath: s.staging, image: s.image }), 'failed-precondition', new RegExp(`${device} is mounted at ${target}`));
+    await rejectsWith(t, unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image }), 'failed-precondition', new RegExp(`${device} is mounted at ${target}`));
     t.deepEqual(await loopsOf(s.image), [device], `${mode}: the loop device was detached under a published volume`);
     t.true(await isMountPoint(target));
     await unpublish(target);
-    await unstage({ stagingPath: s.staging, image: s.image });
+    await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
     await nothingLeft(t, s.dir);
   }
 });
@@ -311,7 +354,7 @@ test('a disk holding another filesystem is never reformatted: refused with its t
   await stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem', fsType: 'ext3' });
   t.true(await isMountPoint(s.staging));
   await rejectsWith(t, stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem', fsType: 'ext4' }), 'already-exists', /mounted as ext3, not ext4/);
-  await unstage({ stagingPath: s.staging, image: s.image });
+  await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
   await nothingLeft(t, s.dir);
 });
 
@@ -327,7 +370,7 @@ test('a read-only stage of a blank disk is refused (it cannot be formatted); of 
   await publish({ stagingPath: s.staging, targetPath: s.target, mode: 'filesystem', image: s.image });
   await t.throwsAsync(writeFile(join(s.target, 'x'), 'x'), { code: 'EROFS' });
   await unpublish(s.target);
-  await unstage({ stagingPath: s.staging, image: s.image });
+  await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
   await nothingLeft(t, s.dir);
 });
 
@@ -367,6 +410,6 @@ test('mount options reach the filesystem at stage; at publish the bind takes the
   t.true(staged.superblock.includes('data=journal'), staged.superblock.join(','));
   t.true(published.perMount.includes('noexec') && published.perMount.includes('nosuid'), published.perMount.join(','));
   await unpublish(s.target);
-  await unstage({ stagingPath: s.staging, image: s.image });
+  await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
   await nothingLeft(t, s.dir);
 });

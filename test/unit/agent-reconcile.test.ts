@@ -2,17 +2,18 @@
 // the reservation-protection ordering of ADR 12. The finalizer is added before a marker is written (a
 // failed finalizer write means no marker), the marker is removed before the finalizer, and a marker that
 // cannot be removed keeps the finalizer.
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { discover } from '../../agent/discover.ts';
-import { imageLoopPaths, loopDevicesBacking } from '../../agent/loop-attached.ts';
+import { loopDevicesHolding } from '../../agent/loop-attached.ts';
 import { markerName } from '../../agent/markers.ts';
 import { agentMetrics } from '../../agent/metrics.ts';
 import { reconcileDisk, type DiskCache, type ReconcileContext } from '../../agent/reconcile-disk.ts';
 import { FINALIZER } from '../../api/constants.ts';
+import { deviceNumberText, formatStagedRecord, type StagedRecord, stagedRecordName } from '../../api/staged-record.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
@@ -86,6 +87,7 @@ function harness(dir: string, diskID: string, stored: NodeDisk, o: { failFinaliz
     // This machine's own loop devices are no business of these tests: sysfs is a tree of the test's own
     // (none at all unless a test makes one).
     sysBlockDir: o.sysBlock ?? join(dir, 'no-sys-block'),
+    bootIdFile: join(dir, 'boot-id'),
   };
   const run = async () => reconcileDisk(ctx, diskID, await discover(dir, NODE));
   /** With a discovery made earlier: the disk dir changed since the scan. */
@@ -171,31 +173,60 @@ test('a wipe that fails is reported once, not written again at every rescan whil
 });
 
 /** A sysfs block tree of the test's own: loop devices attached to the given files, and some not attached. */
-function fakeSysBlock(dir: string, attached: Record<string, string>): string {
+const BOOT = 'c0ffee00-0000-4000-8000-000000000001';
+
+/** A sysfs block tree of the test's own: each loop device with its number, its sequence number, and whether it is attached. */
+function fakeSysBlock(dir: string, devices: Record<string, { seq: number; attached: boolean }>): string {
   const sys = join(dir, 'sys-block');
+  writeFileSync(join(dir, 'boot-id'), `${BOOT}\n`);
   mkdirSync(join(sys, 'vda'), { recursive: true });
-  mkdirSync(join(sys, 'loop7', 'loop'), { recursive: true }); // a loop device with nothing attached
-  for (const [loop, file] of Object.entries(attached)) {
-    mkdirSync(join(sys, loop, 'loop'), { recursive: true });
-    writeFileSync(join(sys, loop, 'loop', 'backing_file'), `${file}\n`);
-  }
+  for (const [loop, d] of Object.entries(devices)) setLoop(sys, loop, d);
   return sys;
+}
+
+function setLoop(sys: string, loop: string, d: { seq: number; attached: boolean }): void {
+  mkdirSync(join(sys, loop), { recursive: true });
+  writeFileSync(join(sys, loop, 'dev'), `7:${loop.slice(4)}\n`);
+  writeFileSync(join(sys, loop, 'diskseq'), `${d.seq}\n`);
+  rmSync(join(sys, loop, 'loop'), { recursive: true, force: true });
+  if (d.attached) {
+    mkdirSync(join(sys, loop, 'loop'));
+    // The path is whatever the attaching program's mount namespace called it: nothing is decided by it.
+    writeFileSync(join(sys, loop, 'loop', 'backing_file'), '/var/lib/node-disks-manager/disks/disk1.img\n');
+  }
+}
+
+/** The CSI node side's record of `image` staged on `loop` at sequence `seq` (api/staged-record.ts), under `name`. */
+function writeRecord(dir: string, name: string, image: string, loop: string, seq: number, o: { boot?: string } = {}): void {
+  const st = statSync(image, { bigint: true });
+  const record: StagedRecord = {
+    stagingPath: `/var/lib/kubelet/plugins/staging/${loop}`,
+    device: `/dev/${loop}`,
+    rdev: `7:${Number(loop.slice(4))}`,
+    diskseq: String(seq),
+    bootId: o.boot ?? BOOT,
+    image: { ino: st.ino.toString(), dev: deviceNumberText(st.dev) },
+  };
+  writeFileSync(join(dir, name), formatStagedRecord(record));
 }
 
 test('an image still attached to a loop device is not wiped: Wiping, naming the device, written once; wiped at the first rescan after it is detached', async (t) => {
   const dir = await diskDir('disk5');
   writeFileSync(join(dir, 'disk5.img'), Buffer.from('team-x data'));
+  writeFileSync(join(dir, 'disk50.img'), Buffer.from('other'));
   writeFileSync(join(dir, markerName('disk5')), 'reserved\n');
   const stored = nodeDisk('disk5', dir, { state: 'Available', protected: true });
   stored.spec.desired = { state: 'Available', wipe: 'w-5' };
-  const sys = fakeSysBlock(dir, { loop3: join(dir, 'disk5.img'), loop4: join(dir, 'disk50.img') });
+  const sys = fakeSysBlock(dir, { loop3: { seq: 40, attached: true }, loop4: { seq: 41, attached: true } });
+  writeRecord(dir, stagedRecordName('disk5'), join(dir, 'disk5.img'), 'loop3', 40);
+  writeRecord(dir, stagedRecordName('disk50'), join(dir, 'disk50.img'), 'loop4', 41);
   const h = harness(dir, 'disk5', stored, { sysBlock: sys });
   await h.run();
   const node = () => h.cache.get(h.name)!.status?.node;
   t.is(node()?.phase, 'Wiping');
   t.regex(
     node()?.message ?? '',
-    /^waiting to wipe the disk image \(wipe request w-5\): it is attached to loop device \/dev\/loop3 \(backing file .*disk5\.img\), a volume still staged on this node/,
+    /^waiting to wipe the disk image \(wipe request w-5\): it is attached to loop device \/dev\/loop3 \(staged at \/var\/lib\/kubelet\/plugins\/staging\/loop3\), a volume still staged on this node/,
   );
   t.false((node()?.message ?? '').includes('loop4'), 'another image of a similar name counted');
   t.is(readFileSync(join(dir, 'disk5.img'), 'utf8'), 'team-x data', 'the image was wiped while attached');
@@ -209,7 +240,7 @@ test('an image still attached to a loop device is not wiped: Wiping, naming the 
   t.is(writes(), 1, 'the same wait was written again at a rescan');
   t.is(h.logs.filter((l) => l.includes('waiting to wipe the disk image')).length, 1, 'the wait is logged once');
 
-  rmSync(join(sys, 'loop3', 'loop', 'backing_file')); // detached
+  setLoop(sys, 'loop3', { seq: 42, attached: false }); // detached; the record stays until the node side removes it
   await h.run();
   t.is(node()?.phase, 'Available');
   t.is(node()?.wipedFor, 'w-5');
@@ -218,23 +249,31 @@ test('an image still attached to a loop device is not wiped: Wiping, naming the 
   t.true(h.logs.some((l) => l.includes('no longer attached to a loop device')));
 });
 
-test('the image counts as attached by its path in the disk dir, its host path, or its path in a detached mount of the dir; not by a look-alike', async (t) => {
+test('an image counts as attached by a live record of its inode, under any name; not by a stale record, a record of another file, or a look-alike entry', async (t) => {
   const dir = await diskDir('disk6');
-  const paths = imageLoopPaths(dir, '/host/disks', 'disk6');
-  t.deepEqual(paths, [join(dir, 'disk6.img'), '/host/disks/disk6.img', '/disk6.img']);
+  const image = join(dir, 'disk6.img');
   const sys = fakeSysBlock(dir, {
-    loop0: '/host/disks/disk6.img',
-    loop1: '/disk6.img',
-    loop2: join(dir, 'disk6.img'),
-    loop3: '/host/disks/disk6.img (deleted)',
-    loop4: '/elsewhere/disk6.img',
-    loop10: '/host/disks/disk6.img.bak',
+    loop0: { seq: 10, attached: true },
+    loop1: { seq: 12, attached: true }, // re-attached since its record (seq 11): another node's, say
+    loop2: { seq: 21, attached: false }, // detached since (seq 20 recorded)
+    loop3: { seq: 30, attached: true },
+    loop4: { seq: 40, attached: true },
+    loop5: { seq: 50, attached: true },
   });
+  writeRecord(dir, stagedRecordName('disk6'), image, 'loop0', 10);
+  writeRecord(dir, stagedRecordName('renamed-from'), image, 'loop5', 50); // the image was disk5 when it was staged
+  writeRecord(dir, stagedRecordName('a'), image, 'loop1', 11);
+  writeRecord(dir, stagedRecordName('b'), image, 'loop2', 20);
+  writeRecord(dir, stagedRecordName('c'), image, 'loop3', 30, { boot: 'an-earlier-boot' });
+  writeFileSync(join(dir, 'other.img'), 'x');
+  writeRecord(dir, stagedRecordName('other'), join(dir, 'other.img'), 'loop4', 40);
+  symlinkSync(join(dir, stagedRecordName('disk6')), join(dir, stagedRecordName('link')));
+  writeFileSync(join(dir, stagedRecordName('junk')), 'not json');
   t.deepEqual(
-    (await loopDevicesBacking(paths, sys)).map((l) => l.device),
-    ['/dev/loop0', '/dev/loop1', '/dev/loop2'],
+    (await loopDevicesHolding(dir, 'disk6', { sysBlock: sys, bootIdFile: join(dir, 'boot-id') })).map((l) => l.device),
+    ['/dev/loop0', '/dev/loop5'],
   );
-  t.deepEqual(await loopDevicesBacking(paths, join(dir, 'absent')), [], 'no sysfs block tree: no loop device');
+  t.deepEqual(await loopDevicesHolding(dir, 'absent', { sysBlock: sys, bootIdFile: join(dir, 'boot-id') }), [], 'no image: no loop device');
 });
 
 test('a sysfs that cannot be read makes the wipe fail (Error), not go ahead', async (t) => {
@@ -244,10 +283,12 @@ test('a sysfs that cannot be read makes the wipe fail (Error), not go ahead', as
   const stored = nodeDisk('disk8', dir, { state: 'Available', protected: true });
   stored.spec.desired = { state: 'Available', wipe: 'w-8' };
   writeFileSync(join(dir, 'not-a-dir'), '');
+  writeFileSync(join(dir, 'boot-id'), `${BOOT}\n`);
+  writeRecord(dir, stagedRecordName('disk8'), join(dir, 'disk8.img'), 'loop3', 30);
   const h = harness(dir, 'disk8', stored, { sysBlock: join(dir, 'not-a-dir') });
   await h.run();
   t.is(h.cache.get(h.name)!.status?.node?.phase, 'Error');
-  t.regex(h.cache.get(h.name)!.status?.node?.message ?? '', /cannot wipe the disk image \(wipe request w-8\): cannot list loop devices/);
+  t.regex(h.cache.get(h.name)!.status?.node?.message ?? '', /cannot wipe the disk image \(wipe request w-8\): cannot read loop device loop3 in .*not-a-dir/);
   t.is(readFileSync(join(dir, 'disk8.img'), 'utf8'), 'team-x data');
   t.true(existsSync(h.marker));
 });
