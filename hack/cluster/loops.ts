@@ -8,7 +8,8 @@
 // /var/lib/node-disks-manager/disks/<id>.img) and, once that namespace is gone, the path below the bind
 // mount it came through (/disks/<id>.img). The backing file's device and inode are certain: a loop
 // device is ours when they are those of a file in a node dir, or when its reported path is in a node dir
-// (a device attached from the host's namespace).
+// (a device attached from the host's namespace), or when they are those of the device node of one of ours
+// (the kubelet's reference to a Block volume).
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sh, sleep } from './host.ts';
@@ -68,12 +69,30 @@ export async function listLoops(): Promise<LoopDevice[]> {
   return parseLosetup(await sh('losetup', ['-J', '-l', '-O', 'NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN']));
 }
 
-/** The loop devices attached to files in `dirs` now. */
+/**
+ * The loop devices over the device node of one of `ours`, and over theirs in turn: the kubelet maps a
+ * Block volume by binding the volume's device node onto a file of its own and attaching a loop device over
+ * that file, whose backing file is then the node itself (its device and inode in /dev, the node's /dev
+ * being the host's), under a path of the kubelet's namespace.
+ */
+export async function loopsOverDevices(devices: LoopDevice[], ours: LoopDevice[]): Promise<LoopDevice[]> {
+  const found = [...ours];
+  for (let i = 0; i < found.length; i++) {
+    const st = await stat(found[i]!.name, { bigint: true }).catch(() => undefined);
+    if (!st?.isBlockDevice()) continue;
+    const key = fileKey(majorMinor(st.dev), Number(st.ino));
+    for (const d of devices) if (fileKey(d.backDev, d.backIno) === key && !found.some((f) => f.name === d.name)) found.push(d);
+  }
+  return found.slice(ours.length);
+}
+
+/** The loop devices attached to files in `dirs` now, and the loop devices over theirs (loopsOverDevices). */
 export async function loopsIn(dirs: string[]): Promise<LoopDevice[]> {
   const devices = await listLoops();
   // Walking the dirs (containerd's content is in them) only when some device could be backed there.
   if (devices.length === 0) return [];
-  return ourLoops(devices, { dirs, files: await fileKeys(dirs) });
+  const ours = ourLoops(devices, { dirs, files: await fileKeys(dirs) });
+  return [...ours, ...(await loopsOverDevices(devices, ours))];
 }
 
 /** The mount points in this mount namespace inside one of `dirs`, deepest first. */

@@ -82,7 +82,18 @@ export async function otherNodesDevice(t: ExecutionContext, o: { dir: string; di
   await truncate(file, o.bytes);
   const child = spawn(
     'unshare',
-    ['--mount', '--propagation', 'private', 'sh', '-ec', 'mount --bind "$1" "$2"; d=$(losetup --find --show "$2/$3"); exec 3<"$d"; echo "$d"; exec sleep 600 <&3', 'sh', otherDisks, o.diskDir, `${o.diskID}.img`],
+    [
+      '--mount',
+      '--propagation',
+      'private',
+      'sh',
+      '-ec',
+      'mount --bind "$1" "$2"; d=$(losetup --find --show "$2/$3"); exec 3<"$d"; echo "$d"; exec sleep 600 <&3',
+      'sh',
+      otherDisks,
+      o.diskDir,
+      `${o.diskID}.img`,
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const device = await new Promise<string>((resolve, reject) => {

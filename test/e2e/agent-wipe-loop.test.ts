@@ -121,7 +121,20 @@ test('a volume staged by a node side whose container is gone (the kernel names t
   const script = `const v = await import(${JSON.stringify(new URL('../../csi/node-volumes.ts', import.meta.url).href)}); const r = await v.stage({ image: await v.openImage(process.argv[1], 'disk2'), stagingPath: process.argv[2], mode: 'block' }); console.log(r.device);`;
   const device = execFileSync(
     'unshare',
-    ['--mount', '--propagation', 'private', 'sh', '-ec', 'mount --bind "$1" "$2"; exec "$3" --input-type=module -e "$4" "$2" "$5"', 'sh', d.diskDir, view, process.execPath, script, join(dir, 'staging')],
+    [
+      '--mount',
+      '--propagation',
+      'private',
+      'sh',
+      '-ec',
+      'mount --bind "$1" "$2"; exec "$3" --input-type=module -e "$4" "$2" "$5"',
+      'sh',
+      d.diskDir,
+      view,
+      process.execPath,
+      script,
+      join(dir, 'staging'),
+    ],
     { encoding: 'utf8' },
   ).trim();
   t.teardown(async () => {

@@ -94,6 +94,53 @@ test.serial('teardown unmounts what is mounted in the node dirs and detaches the
   }
 });
 
+test.serial("teardown finds the kubelet's reference device of a Block volume (a loop device over the volume's device node, bound in a namespace that is gone) and leaves nothing", async (t) => {
+  t.true(process.getuid?.() === 0, 'needs root (as npm run test:e2e)');
+  const data = mkdtempSync(join(tmpdir(), 'nodedisks-devices-'));
+  const nodes = join(data, 'nodes');
+  const attached: string[] = [];
+  try {
+    const d = image(join(nodes, 'm04', 'node-disks-manager', 'disks', 'd.img'));
+    const devD = run('losetup', ['-f', '--show', d]);
+    attached.push(devD);
+    // The kubelet maps a Block volume by binding its device node onto a file of its own and attaching a
+    // loop device over that file, which keeps the volume's device open; its namespace then ends with the node.
+    const view = join(data, 'kubelet-view');
+    mkdirSync(view);
+    const ref = run('unshare', [
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      'sh',
+      '-ec',
+      `touch '${view}/pod-uid' && mount --bind '${devD}' '${view}/pod-uid' && losetup -f --show '${view}/pod-uid'`,
+    ]);
+    attached.push(ref);
+    const refBack = (await listLoops()).find((l) => l.name === ref)?.backFile;
+    t.false(refBack === undefined || refBack.startsWith(nodes), `the kernel names the reference's backing file ${refBack} by a path outside the node dirs (what this test stands for)`);
+
+    t.deepEqual((await loopsIn([nodes])).map((l) => l.name).sort(), [devD, ref].sort(), "the reference device is not counted as the cluster's");
+    const lines: string[] = [];
+    await releaseDevicesIn([nodes], (l) => lines.push(l), 5000);
+    t.log(lines.join('\n'));
+    t.deepEqual(await loopsIn([nodes]), []);
+    t.false(
+      (await listLoops()).some((l) => l.name === ref && l.backFile === refBack),
+      `${ref} still attached`,
+    );
+  } finally {
+    for (const dev of attached.reverse()) {
+      try {
+        run('losetup', ['-d', dev]);
+      } catch {
+        // already detached
+      }
+    }
+    rmSync(data, { recursive: true, force: true });
+  }
+});
+
 /** Starts a holder for one node dir bound over `hostPath`; returns its pid and a stop function. */
 async function holder(dir: string, hostPath: string, nodeDir: string, shared: string[]): Promise<{ pid: number; stop: () => void }> {
   const pidFile = join(dir, `holder-${shared.length}.pid`);

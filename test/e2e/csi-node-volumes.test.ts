@@ -228,7 +228,7 @@ function loopListing(device: string): { name: string; 'back-file': string; autoc
 test("another node's loop device over its own file of the same path is never this volume's: not reused, not detached, still read (Filesystem and Block)", async (t) => {
   const s = await setup(t);
   const other = await otherNodesDevice(t, { dir: s.dir, diskDir: s.diskDir, diskID: 'disk1', bytes: IMAGE_BYTES, mark: 'other node data' });
-  t.is(loopListing(other)?.['back-file'], s.image, 'the kernel names the other node\'s file by this node\'s image path (what this test stands for)');
+  t.is(loopListing(other)?.['back-file'], s.image, "the kernel names the other node's file by this node's image path (what this test stands for)");
   for (const mode of ['filesystem', 'block'] as const) {
     const target = mode === 'block' ? join(s.dir, 'kubelet', 'block-target') : s.target;
     const { device } = await stage({ image: s.image, stagingPath: s.staging, mode });
