@@ -7,6 +7,7 @@ import { basename } from 'node:path';
 import { CSI_TOPOLOGY_KEY } from '../api/constants.ts';
 import { diskIdFromFileName, nodeDiskName } from '../api/names.ts';
 import { checkCapability, fsTypeOf } from './capabilities.ts';
+import { OneAtATime } from '../lib/runtime/one-at-a-time.ts';
 import { CsiError, invalid } from './errors.ts';
 import type { NodeGetVolumeStatsRequest, NodePublishVolumeRequest, NodeStageVolumeRequest, NodeUnpublishVolumeRequest, NodeUnstageVolumeRequest, VolumeCapability } from './types.ts';
 import { parseVolumeId } from './volume-id.ts';
@@ -62,22 +63,21 @@ function readOnlyMode(cap: VolumeCapability): boolean {
 
 export class NodeService {
   private readonly o: NodeServiceOptions;
-  /** Volumes with a call in progress: a second call for one is ABORTED, as the spec asks. */
-  private readonly busy = new Set<string>();
+  /**
+   * Calls on one volume run one at a time: a second one (the kubelet publishing one volume to two pods of
+   * a node, or repeating a call that timed out) waits for the first, then finds its work done or does it.
+   */
+  private readonly perVolume = new OneAtATime();
 
   constructor(o: NodeServiceOptions) {
     this.o = o;
   }
 
   private async exclusive<T>(volumeId: string, work: () => Promise<T>): Promise<T> {
-    if (this.busy.has(volumeId)) throw new CsiError('ABORTED', `an operation on volume ${volumeId} is in progress`);
-    this.busy.add(volumeId);
     try {
-      return await work();
+      return await this.perVolume.run(volumeId, work);
     } catch (err) {
       return mapVolumeError(err);
-    } finally {
-      this.busy.delete(volumeId);
     }
   }
 

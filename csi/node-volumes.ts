@@ -15,6 +15,7 @@ import { diskIdFromFileName, diskIdProblem, nodeDiskName } from '../api/names.ts
 import { attachLoop, detachLoop, devicesOfImage, type ImageRef, imageRef, listLoopDevices, type LoopDevice, sameAttachment } from './loop.ts';
 import { canonicalPath, isReadOnly, type MountEntry, readMounts, splitDeviceNumber, topMountAt } from './mountinfo.ts';
 import { NodeVolumeError } from './node-errors.ts';
+import { OneAtATime } from '../lib/runtime/one-at-a-time.ts';
 import { hasTool, runTool } from './run-tool.ts';
 import { liveRecordsAt, removeStagedRecords, stagedRecordOf, writeStagedRecord } from './staged-records.ts';
 
@@ -65,15 +66,29 @@ function modeArg(mode: unknown): VolumeMode {
   throw new NodeVolumeError('invalid', `volume mode ${JSON.stringify(mode)} is neither 'filesystem' nor 'block'`);
 }
 
+/**
+ * The mount options, one option an element: an element may join several with commas (mount(8) splits them
+ * so), and each of those is checked on its own.
+ */
 function mountOptionsArg(options: unknown): string[] {
   if (options === undefined) return [];
   if (!Array.isArray(options)) throw new NodeVolumeError('invalid', 'mount options must be a list');
-  for (const o of options) {
-    if (typeof o !== 'string' || o === '') throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(o)} is empty or not a string`);
-    if (/[\0-\x1f]/.test(o)) throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(o)} contains a control character`);
-    if (MOUNT_ACTIONS.test(o)) throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(o)} changes what mount does, not how the filesystem is mounted: not accepted`);
+  const out: string[] = [];
+  for (const element of options) {
+    if (typeof element !== 'string') throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(element)} is not a string`);
+    for (const o of element.split(',')) {
+      if (o === '') throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(element)} is empty or has an empty option between its commas`);
+      if (/[\0-\x1f]/.test(o)) throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(o)} contains a control character`);
+      if (MOUNT_ACTIONS.test(o)) throw new NodeVolumeError('invalid', `mount option ${JSON.stringify(o)} changes what mount does, not how the filesystem is mounted: not accepted`);
+      out.push(o);
+    }
   }
-  return options as string[];
+  return out;
+}
+
+/** Whether mount(8) mounts read-only with these options: the last of ro and rw decides. */
+function readOnlyByOptions(options: string[]): boolean {
+  return options.findLast((o) => o === 'ro' || o === 'rw') === 'ro';
 }
 
 async function fsTypeArg(fsType: unknown): Promise<string> {
@@ -317,21 +332,8 @@ async function detachUnmounted(devices: LoopDevice[], image: string): Promise<vo
 // One operation at a time per volume within this process (a CO retrying while the first call still runs);
 // nothing is kept once it is done.
 
-const running = new Map<string, Promise<unknown>>();
-
-function serialized<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const prev = running.get(key) ?? Promise.resolve();
-  const run = prev.then(fn);
-  const tail = run.then(
-    () => undefined,
-    () => undefined,
-  );
-  running.set(key, tail);
-  void tail.then(() => {
-    if (running.get(key) === tail) running.delete(key);
-  });
-  return run;
-}
+const queue = new OneAtATime();
+const serialized = <T>(key: string, fn: () => Promise<T>): Promise<T> => queue.run(key, fn);
 
 // ---------------------------------------------------------------------------------------------------------
 // The operations
@@ -368,6 +370,8 @@ export async function stage(r: StageRequest): Promise<{ device: string }> {
   const fsType = await fsTypeArg(r.fsType);
   const readOnly = r.readOnly === true;
   const options = [...mountOptionsArg(r.mountOptions), ...(readOnly ? ['ro'] : [])];
+  // What the mount is, read-only access or a class's `ro` option alike: a repeated stage compares with this.
+  const mountedReadOnly = readOnlyByOptions(options);
   return serialized(image, async () => {
     try {
       await fsp.mkdir(stagingPath, { recursive: true, mode: 0o750 });
@@ -383,10 +387,10 @@ export async function stage(r: StageRequest): Promise<{ device: string }> {
       if (top.fsType !== fsType) throw new NodeVolumeError('already-exists', `staging path ${stagingPath} has ${image} mounted as ${top.fsType}, not ${fsType}`);
       // Staged by a program that stopped before it wrote the record (or wrote none): written now.
       await writeStagedRecord(ref, await stagedRecordOf(ref, ours.device, stagingPath));
-      if (isReadOnly(top) !== readOnly) {
+      if (isReadOnly(top) !== mountedReadOnly) {
         throw new NodeVolumeError(
           'already-exists',
-          `staging path ${stagingPath} has ${image} mounted ${isReadOnly(top) ? 'read-only' : 'read-write'}, not ${readOnly ? 'read-only' : 'read-write'}`,
+          `staging path ${stagingPath} has ${image} mounted ${isReadOnly(top) ? 'read-only' : 'read-write'}, not ${mountedReadOnly ? 'read-only' : 'read-write'}`,
         );
       }
       return { device: ours.device };
@@ -460,8 +464,9 @@ export async function publish(r: PublishRequest): Promise<void> {
   const mode = modeArg(r.mode);
   const image = await existingImage(absolutePath('disk image', r.image));
   const targetPath = await pathArg('target path', r.targetPath);
-  const readOnly = r.readOnly === true;
-  const flags = [...new Set([...(readOnly ? ['ro'] : []), ...mountOptionsArg(r.mountOptions).filter((o) => PER_MOUNT_FLAGS.has(o))])];
+  const options = mountOptionsArg(r.mountOptions);
+  const readOnly = r.readOnly === true || readOnlyByOptions(options);
+  const flags = [...new Set([...(readOnly ? ['ro'] : []), ...options.filter((o) => PER_MOUNT_FLAGS.has(o) && o !== 'ro')])];
   if (mode === 'filesystem') {
     const stagingPath = await pathArg('staging path', r.stagingPath);
     return serialized(targetPath, async () => {

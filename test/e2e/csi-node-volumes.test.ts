@@ -413,3 +413,31 @@ test('mount options reach the filesystem at stage; at publish the bind takes the
   await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
   await nothingLeft(t, s.dir);
 });
+
+test('a mount option that changes what mount does is refused also inside a comma-joined element, and nothing is attached', async (t) => {
+  const s = await setup(t);
+  for (const joined of ['noatime,loop', 'noatime,offset=1048576', 'nosuid,bind', 'ro,X-mount.mkdir']) {
+    await rejectsWith(t, stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem', mountOptions: [joined] }), 'invalid', /changes what mount does/);
+    await rejectsWith(t, publish({ stagingPath: s.staging, targetPath: s.target, mode: 'filesystem', image: s.image, mountOptions: [joined] }), 'invalid', /changes what mount does/);
+  }
+  await rejectsWith(t, stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem', mountOptions: ['noatime,'] }), 'invalid', /empty/);
+  t.deepEqual(await loopsOf(s.image), []);
+  await nothingLeft(t, s.dir);
+});
+
+test("'ro' among a class's mount options: a repeated stage (a kubelet restarted) finds the read-only mount its own, and a publish binds it read-only", async (t) => {
+  const s = await setup(t);
+  // Formatted first: a blank disk cannot be staged read-only.
+  await stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem' });
+  await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
+  for (const options of [['ro'], ['noatime,ro']]) {
+    await stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem', mountOptions: options });
+    await stage({ image: s.image, stagingPath: s.staging, mode: 'filesystem', mountOptions: options });
+    await publish({ stagingPath: s.staging, targetPath: s.target, mode: 'filesystem', image: s.image, mountOptions: options });
+    await publish({ stagingPath: s.staging, targetPath: s.target, mode: 'filesystem', image: s.image, mountOptions: options });
+    await t.throwsAsync(writeFile(join(s.target, 'x'), 'x'), { code: 'EROFS' });
+    await unpublish(s.target);
+    await unstage({ stagingPath: s.staging, diskDir: s.diskDir, image: s.image });
+  }
+  await nothingLeft(t, s.dir);
+});

@@ -1,0 +1,77 @@
+// The CSI Node service's handling of calls (csi/node-service.ts) with the node work replaced by a
+// recording stand-in: calls for one volume run one after the other, never side by side, and a second
+// call waits for the first instead of failing (two pods of one ReadWriteOnce PVC on one node).
+import test from 'ava';
+import type { CsiError } from '../../csi/errors.ts';
+import { NodeService, type NodeVolumes } from '../../csi/node-service.ts';
+import type { NodePublishVolumeRequest } from '../../csi/types.ts';
+
+const NODE = 'node-a';
+const VOLUME = 'node-disk-node-a-disk1/pvc-1';
+
+function recordingVolumes(): { volumes: NodeVolumes; log: string[]; release: () => void } {
+  const log: string[] = [];
+  let inside = 0;
+  let open!: () => void;
+  const gate = new Promise<void>((r) => {
+    open = r;
+  });
+  const volumes: NodeVolumes = {
+    openImage: async (dir, id) => `${dir}/${id}.img`,
+    imagesNamed: async () => [],
+    stage: async () => {},
+    unstage: async () => {},
+    publish: async (o) => {
+      inside++;
+      log.push(`start ${o.targetPath}${inside > 1 ? ' (beside another)' : ''}`);
+      await gate;
+      inside--;
+      log.push(`end ${o.targetPath}`);
+    },
+    unpublish: async () => {},
+    volumeStats: async () => ({ kind: 'block', bytes: { total: 1 } }),
+  };
+  return { volumes, log, release: open };
+}
+
+function publishRequest(target: string): NodePublishVolumeRequest {
+  return {
+    volume_id: VOLUME,
+    publish_context: {},
+    staging_target_path: '/var/lib/kubelet/plugins/staging/pvc-1',
+    target_path: target,
+    volume_capability: { access_type: 'mount', mount: { fs_type: 'ext4', mount_flags: [], volume_mount_group: '' }, access_mode: { mode: 'SINGLE_NODE_WRITER' } },
+    readonly: false,
+    volume_context: { node: NODE, diskID: 'disk1' },
+  };
+}
+
+test('a second publish of one volume while the first runs waits for it, then runs: not ABORTED, never side by side', async (t) => {
+  const r = recordingVolumes();
+  const service = new NodeService({ nodeName: NODE, diskDir: '/disks', volumes: r.volumes });
+  const first = service.handlers.NodePublishVolume(publishRequest('/pods/a/mount'));
+  const second = service.handlers.NodePublishVolume(publishRequest('/pods/b/mount'));
+  await new Promise((res) => setTimeout(res, 20));
+  r.release();
+  const results = await Promise.allSettled([first, second]);
+  t.deepEqual(
+    results.map((x) => (x.status === 'rejected' ? `${(x.reason as CsiError).code}: ${(x.reason as Error).message}` : 'ok')),
+    ['ok', 'ok'],
+  );
+  t.deepEqual(r.log, ['start /pods/a/mount', 'end /pods/a/mount', 'start /pods/b/mount', 'end /pods/b/mount']);
+});
+
+test('a call that fails does not hold the next call of its volume', async (t) => {
+  const r = recordingVolumes();
+  let calls = 0;
+  const volumes: NodeVolumes = {
+    ...r.volumes,
+    publish: async () => {
+      if (calls++ === 0) throw Object.assign(new Error('target busy'), { code: 'failed-precondition' });
+    },
+  };
+  const service = new NodeService({ nodeName: NODE, diskDir: '/disks', volumes });
+  const err = await t.throwsAsync(service.handlers.NodePublishVolume(publishRequest('/pods/a/mount')));
+  t.is((err as CsiError).code, 'FAILED_PRECONDITION');
+  t.deepEqual(await service.handlers.NodePublishVolume(publishRequest('/pods/a/mount')), {});
+});
