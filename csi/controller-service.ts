@@ -46,6 +46,17 @@ export function pvOwnerUID(volumeName: string): string {
   return UUID.exec(volumeName)?.[0] ?? `name-${createHash('sha256').update(volumeName).digest('hex').slice(0, 32)}`;
 }
 
+/**
+ * The wipe token of a PV's release: unique to the reservation, not only to the request. A name without a
+ * PVC UID (csi-sanity's, a person's) gives the same UID each time it is reserved again, and a release
+ * with a token its agent already reported done is refused (a release asks for a new wipe): the
+ * NodeDisk's generation while reserved tells one reservation from the next, and stays the same for a
+ * DeleteVolume repeated after its answer was lost.
+ */
+export function pvWipeToken(nd: NodeDisk, volumeName: string): string {
+  return `pv-${nd.spec.desired?.ownerUID || pvOwnerUID(volumeName)}-g${nd.metadata.generation ?? 0}`;
+}
+
 /** The nodes a request may be placed on, preferred first; undefined: anywhere. */
 function nodesOf(req: CreateVolumeRequest): string[] | undefined {
   const r = req.accessibility_requirements;
@@ -183,7 +194,7 @@ export class ControllerService {
       });
       if (nd?.spec.desired?.state !== 'Reserved' || nd.spec.desired.owner !== owner) return {};
       return await this.exclusive(id.volumeName, async () => {
-        const wipe = `pv-${nd.spec.desired?.ownerUID || pvOwnerUID(id.volumeName)}`;
+        const wipe = pvWipeToken(nd, id.volumeName);
         await this.o.allocator.release(nd, { wipe, why: `volume ${id.volumeName} deleted` });
         // Any other disk reserved under the same name (nothing should be) goes back too, wiped.
         for (const other of this.held(owner)) await this.o.allocator.release(other, { wipe, why: `volume ${id.volumeName} deleted` });

@@ -21,7 +21,7 @@ import { denied, nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 const MiB = 2 ** 20;
-const [A, B, C] = ['csi-a', 'csi-b', 'csi-c'];
+const [A, B, C, D] = ['csi-a', 'csi-b', 'csi-c', 'csi-d'];
 const SECRET = 'bytes of the first PV';
 let work = '';
 const programs: Program[] = [];
@@ -65,10 +65,11 @@ test.before(async () => {
   await seed(A, [64, 64, 128]);
   await seed(B, [64, 64]);
   await seed(C, [64]);
+  await seed(D, [64]);
   programs.push(await startController(controlPlane(), { logDir }));
-  for (const node of [A, B, C]) programs.push(await startAgent(controlPlane(), { node, diskDir: diskDir(node), logDir, rescanInterval: '1s' }));
+  for (const node of [A, B, C, D]) programs.push(await startAgent(controlPlane(), { node, diskDir: diskDir(node), logDir, rescanInterval: '1s' }));
   programs.push(await startCsiController(controlPlane(), { logDir, csiAddress: join(work, 'csi.sock') }));
-  await eventually('6 Available disks', async () => (await admin().list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 6, 60_000);
+  await eventually('7 Available disks', async () => (await admin().list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 7, 60_000);
   csi = csiClient(join(work, 'csi.sock'), 'Controller');
   await eventually('the CSI controller ready', async () => (await statusOf(csi.call.GetCapacity({ volume_capabilities: [mountCap] }))) === 'OK', 30_000);
 });
@@ -167,7 +168,7 @@ test.serial('DeleteVolume wipes the disk before the next PV gets it, and a repea
   await csi.call.DeleteVolume({ volume_id: first.volume_id });
   const released = await admin().get(disk);
   t.is(released.spec.desired?.state, 'Available');
-  t.regex(released.spec.desired?.wipe ?? '', /^pv-[0-9a-f-]{36}$/);
+  t.regex(released.spec.desired?.wipe ?? '', /^pv-[0-9a-f-]{36}-g\d+$/);
   const next = await eventually('a new volume on B', async () => {
     try {
       return await create(pvName(), 60, B);
@@ -201,4 +202,27 @@ test.serial("a free disk that holds an earlier owner's bytes (released without a
   t.is((await plugin('release', disk, '--wipe')).code, 0);
   await diskWhere(disk, 'wiped', (nd) => nd.status?.node?.holdsData !== true && nd.status?.node?.phase === 'Available' && nd.status.node.wipedFor === nd.spec.desired?.wipe);
   t.is((await create(pvName(), 10, C)).volume_context.nodeDisk, disk);
+});
+
+test.serial('the same volume name on the same disk a second time is wiped again when it is deleted: each reservation asks for a wipe of its own', async (t) => {
+  // A name without a PVC UID (csi-sanity's, a person's): the reservation's UID is the name's digest, the same each time.
+  const name = 'same-name-twice';
+  const disk = nodeDiskName(D, 'disk1');
+  const image = join(diskDir(D), 'disk1.img');
+  const tokens: string[] = [];
+  for (const round of [1, 2]) {
+    const v = await create(name, 10, D);
+    t.is(v.volume_context.nodeDisk, disk);
+    await diskWhere(disk, `Reserved on the node (round ${round})`, (nd) => nd.status?.node?.phase === 'Reserved');
+    const fh = await open(image, 'r+');
+    await fh.write(Buffer.from(`${SECRET} ${round}`), 0, SECRET.length + 2, 5 * MiB);
+    await fh.sync();
+    await fh.close();
+    t.is(await statusOf(csi.call.DeleteVolume({ volume_id: v.volume_id })), 'OK', `round ${round}: DeleteVolume failed`);
+    const released = await admin().get(disk);
+    tokens.push(released.spec.desired?.wipe ?? '');
+    await diskWhere(disk, `wiped (round ${round})`, (nd) => nd.status?.node?.phase === 'Available' && nd.status.node.wipedFor === nd.spec.desired?.wipe);
+    t.false((await readFile(image)).includes(SECRET), `round ${round}: the volume's bytes outlived its deletion`);
+  }
+  t.not(tokens[0], tokens[1], "the second reservation was released with the first one's wipe token");
 });
