@@ -9,8 +9,8 @@ import { quantityBytes } from './quantity.ts';
 import type { LabelSelector, NodeDiskClaim } from './v1alpha1/claim-types.ts';
 import type { NodeDisk } from './v1alpha1/types.ts';
 
-/** Why a disk does not fit a claim: it is not the one asked for, or not free (./free-disk.ts), or too small, or its agent is stale. */
-export type Misfit = 'other-disk' | 'other-node' | 'selector' | NotFreeKind | 'too-small' | 'stale';
+/** Why a disk does not fit a claim: it is not the one asked for, or not free (./free-disk.ts, its agent judged stale among those), or too small, or its agent is stale by its heartbeat now. */
+export type Misfit = 'other-disk' | 'other-node' | 'selector' | NotFreeKind | 'too-small';
 
 export interface FitContext {
   now: number;

@@ -102,6 +102,8 @@ export const CONDITION = {
  * The Ready reason of a NodeDisk whose Node object does not exist (deleted: a scale-down, a machine
  * replaced). What is not free because of it, and what `prune` removes, is read from this reason (ADR 35).
  */
+/** Ready's reason when a disk's node agent has stopped renewing its heartbeat (or reporting): its report may be out of date. */
+export const REASON_AGENT_STALE = 'AgentStale';
 export const REASON_NODE_GONE = 'NodeGone';
 /**
  * The Ready reason of a NodeDisk found on another machine than the Node of its name now is (the Node was

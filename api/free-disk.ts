@@ -1,11 +1,11 @@
 // Which disk may be handed out as free (by `reserve --node X` / `reserve -l …` without --all, and by
 // everything else that hands out disks): one that is really free and usable, and when none is, why not.
-import { AUTO_OWNER, AUTO_RESERVE_VALUE, CONDITION, CORDONED_VALUE, LABEL_AUTO_RESERVE, LABEL_CORDONED, REASON_NODE_GONE, REASON_NODE_REPLACED } from './constants.ts';
+import { AUTO_OWNER, AUTO_RESERVE_VALUE, CONDITION, CORDONED_VALUE, LABEL_AUTO_RESERVE, LABEL_CORDONED, REASON_AGENT_STALE, REASON_NODE_GONE, REASON_NODE_REPLACED } from './constants.ts';
 import type { NodeDisk } from './v1alpha1/types.ts';
 import { pendingWipe } from './wipe.ts';
 
 /** Why a disk is not free, as a kind to count by (a claim's Pending line). */
-export type NotFreeKind = 'deleting' | 'reserved' | 'wiping' | 'labelled' | 'cordoned' | 'node-gone' | 'node-replaced' | 'unreported' | 'phase' | 'unsized';
+export type NotFreeKind = 'deleting' | 'reserved' | 'wiping' | 'labelled' | 'cordoned' | 'node-gone' | 'node-replaced' | 'stale' | 'unreported' | 'phase' | 'unsized';
 
 /** Why `nd` cannot be handed out as a free disk, as a kind and in words; undefined when it can. */
 export function notFree(nd: NodeDisk): { kind: NotFreeKind; why: string } | undefined {
@@ -26,6 +26,9 @@ export function notFree(nd: NodeDisk): { kind: NotFreeKind; why: string } | unde
     return { kind: 'node-gone', why: `is on node ${nd.spec.nodeName}, which is gone (no Node object)` };
   if (nd.status?.conditions?.some((c) => c.type === CONDITION.ready && c.reason === REASON_NODE_REPLACED))
     return { kind: 'node-replaced', why: `was found on another machine than node ${nd.spec.nodeName} is now (another Node UID)` };
+  // The controller judged its agent stale: what the agent last reported (free, wiped, no data) may be out of date.
+  if (nd.status?.conditions?.some((c) => c.type === CONDITION.ready && c.reason === REASON_AGENT_STALE))
+    return { kind: 'stale', why: `is on node ${nd.spec.nodeName}, whose node agent is stale (its report may be out of date)` };
   const node = nd.status?.node;
   if (!node?.phase) return { kind: 'unreported', why: 'has not been reported by its node agent yet' };
   if (node.phase !== 'Available') return { kind: 'phase', why: `is in phase ${node.phase}${node.message ? ` (${node.message})` : ''}` };

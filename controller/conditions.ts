@@ -2,7 +2,7 @@
 // wait, kstatus, Argo CD and Flux look) with status.observedGeneration, and the seed's status.controller
 // (accepted, observedGeneration); see docs/adr/0020-conditions-at-status-conditions.md.
 // lastTransitionTime moves only when a condition's status changes (metav1.Condition semantics).
-import { CONDITION, FINALIZER, REASON_NODE_GONE, REASON_NODE_REPLACED, REASON_WIPING } from '../api/constants.ts';
+import { CONDITION, FINALIZER, REASON_AGENT_STALE, REASON_NODE_GONE, REASON_NODE_REPLACED, REASON_WIPING } from '../api/constants.ts';
 import { pendingWipe } from '../api/wipe.ts';
 import type { Condition, ConditionStatus, ControllerStatus, NodeDisk, NodeDiskStatus } from '../api/v1alpha1/types.ts';
 import type { AgentLiveness } from './agent-liveness.ts';
@@ -30,7 +30,7 @@ export function readyCondition(nd: NodeDisk, now: number, staleAfterMs: number, 
   if (liveness?.kind === 'stale') {
     return {
       status: 'Unknown',
-      reason: 'AgentStale',
+      reason: REASON_AGENT_STALE,
       message: `the node agent on ${nd.spec.nodeName} has not renewed its heartbeat (Lease ${liveness.lease}, last renewed ${liveness.renewTime}, lasts ${liveness.durationSeconds} s); its phase ${node.phase} may be out of date`,
     };
   }
@@ -39,7 +39,7 @@ export function readyCondition(nd: NodeDisk, now: number, staleAfterMs: number, 
   if (!Number.isNaN(seen) && now - seen > staleAfterMs) {
     return {
       status: 'Unknown',
-      reason: 'AgentStale',
+      reason: REASON_AGENT_STALE,
       message: `the node agent on ${nd.spec.nodeName} last reported at ${node.lastSeenTime} (more than ${Math.round(staleAfterMs / 1000)} s ago); its phase ${node.phase} may be out of date`,
     };
   }

@@ -21,7 +21,8 @@ import { denied, nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 const MiB = 2 ** 20;
-const [A, B, C, D] = ['csi-a', 'csi-b', 'csi-c', 'csi-d'];
+const [A, B, C, D, E] = ['csi-a', 'csi-b', 'csi-c', 'csi-d', 'csi-e'];
+let agentE: Program | undefined;
 const SECRET = 'bytes of the first PV';
 let work = '';
 const programs: Program[] = [];
@@ -66,10 +67,14 @@ test.before(async () => {
   await seed(B, [64, 64]);
   await seed(C, [64]);
   await seed(D, [64]);
+  await seed(E, [64]);
   programs.push(await startController(controlPlane(), { logDir }));
   for (const node of [A, B, C, D]) programs.push(await startAgent(controlPlane(), { node, diskDir: diskDir(node), logDir, rescanInterval: '1s' }));
+  // E's agent renews its heartbeat Lease every second (it lasts 4 s): stopped, it is stale within seconds.
+  agentE = await startAgent(controlPlane(), { node: E, diskDir: diskDir(E), logDir, rescanInterval: '1s', heartbeat: '1s' });
+  programs.push(agentE);
   programs.push(await startCsiController(controlPlane(), { logDir, csiAddress: join(work, 'csi.sock') }));
-  await eventually('7 Available disks', async () => (await admin().list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 7, 60_000);
+  await eventually('8 Available disks', async () => (await admin().list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 8, 60_000);
   csi = csiClient(join(work, 'csi.sock'), 'Controller');
   await eventually('the CSI controller ready', async () => (await statusOf(csi.call.GetCapacity({ volume_capabilities: [mountCap] }))) === 'OK', 30_000);
 });
@@ -225,4 +230,25 @@ test.serial('the same volume name on the same disk a second time is wiped again 
     t.false((await readFile(image)).includes(SECRET), `round ${round}: the volume's bytes outlived its deletion`);
   }
   t.not(tokens[0], tokens[1], "the second reservation was released with the first one's wipe token");
+});
+
+test.serial('a disk whose node agent is stale becomes no PV and counts for no capacity, whatever it last reported; once the agent is back it does', async (t) => {
+  const disk = nodeDiskName(E, 'disk1');
+  const readyReason = (nd: NodeDisk) => nd.status?.conditions?.find((c) => c.type === 'Ready')?.reason;
+  await diskWhere(disk, 'Ready', (nd) => readyReason(nd) === 'PhaseMatchesDesired');
+  await agentE!.signal('SIGSTOP');
+  try {
+    await diskWhere(disk, 'AgentStale', (nd) => readyReason(nd) === 'AgentStale');
+    t.is((await admin().get(disk)).status?.node?.phase, 'Available', 'what the stale agent last reported');
+    t.regex(String(await create(pvName(), 10, E).catch((e: Error) => e.message)), /RESOURCE_EXHAUSTED.*on node csi-e/);
+    const cap = await csi.call.GetCapacity({ volume_capabilities: [mountCap], accessible_topology: { segments: { [CSI_TOPOLOGY_KEY]: E } } });
+    t.is(cap.available_capacity, 0);
+    t.is((await admin().get(disk)).spec.desired?.state ?? 'Available', 'Available', 'the disk was reserved while its agent was stale');
+  } finally {
+    await agentE!.signal('SIGCONT');
+  }
+  await diskWhere(disk, 'Ready again', (nd) => readyReason(nd) === 'PhaseMatchesDesired');
+  const v = await create(pvName(), 10, E);
+  t.is(v.volume_context.nodeDisk, disk);
+  await csi.call.DeleteVolume({ volume_id: v.volume_id });
 });
