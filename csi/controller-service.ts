@@ -121,6 +121,17 @@ export class ControllerService {
     return out;
   }
 
+  /** The disks reserved for `owner` as the API server has them now (a consistent list by the owner field), refreshed into the cache. */
+  private async heldByServer(owner: string): Promise<NodeDisk[]> {
+    const found = (await this.o.disks.list({ fieldSelector: `spec.desired.owner=${owner}` })).items;
+    const out: NodeDisk[] = [];
+    for (const nd of found) {
+      const fresh = nd.metadata.name ? await this.o.allocator.refresh(nd.metadata.name) : undefined;
+      if (fresh?.spec.desired?.state === 'Reserved' && fresh.spec.desired.owner === owner) out.push(fresh);
+    }
+    return out;
+  }
+
   private async exclusive<T>(name: string, work: () => Promise<T>): Promise<T> {
     if (this.busy.has(name)) throw new CsiError('ABORTED', `an operation on volume ${name} is in progress`);
     this.busy.add(name);
@@ -136,8 +147,10 @@ export class ControllerService {
     const owner = pvOwner(req.name);
     const fitsSize = (nd: NodeDisk) => capacityOf(nd) >= min && (max === 0 || capacityOf(nd) <= max);
 
-    // Asked before: the same answer, if the request is the same.
-    const existing = this.held(owner)[0];
+    // Asked before: the same answer, if the request is the same. The cache may lag behind a reservation
+    // another replica made before it lost its leadership and its answer (a provisioner failover): before a
+    // new disk is taken, the API server itself is asked, so one volume never gets two disks.
+    const existing = this.held(owner)[0] ?? (await this.heldByServer(owner))[0];
     if (existing) {
       if (!fitsSize(existing))
         throw new CsiError('ALREADY_EXISTS', `volume ${req.name} exists with ${capacityOf(existing)} bytes, which the requested capacity range (${min}..${max || 'any'}) excludes`);

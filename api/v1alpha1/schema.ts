@@ -279,7 +279,15 @@ export const printerColumns: PrinterColumn[] = [
 ];
 
 /** Fields usable in field selectors; `spec.nodeName` lets an agent watch only its own node. */
-export const selectableFields = [{ jsonPath: '.spec.nodeName' }, { jsonPath: '.spec.diskID' }, { jsonPath: '.spec.desired.state' }, { jsonPath: '.status.node.phase' }];
+export const selectableFields = [
+  { jsonPath: '.spec.nodeName' },
+  { jsonPath: '.spec.diskID' },
+  { jsonPath: '.spec.desired.state' },
+  // Which disks a holder has, asked of the API server rather than a cache that may lag (the CSI controller
+  // after a failover).
+  { jsonPath: '.spec.desired.owner' },
+  { jsonPath: '.status.node.phase' },
+];
 
 export const nodeDiskCRD: CustomResourceDefinition = {
   apiVersion: 'apiextensions.k8s.io/v1',

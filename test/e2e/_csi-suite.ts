@@ -12,7 +12,7 @@ import { interruptAndCheckTornDown, onNode, until } from '../../hack/cluster/run
 import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
 import { clusterForFile, MINUTES, NS, nodeDisksE2E, runPlugin } from './_nodedisks.ts';
 
-const [M02] = NODE_NAMES as [string, string, string];
+const [M02, M03, M04] = NODE_NAMES as [string, string, string];
 const TEAM = 'team-pv';
 const SECOND = 'team-next';
 
@@ -218,8 +218,6 @@ setInterval(() => {}, 1 << 30);`;
 
   test.serial('deleting a PVC while its pod runs waits for the pod; then the disk is wiped, and a second team gets it with none of the old bytes', async (t) => {
     t.timeout(10 * MINUTES);
-    // The StatefulSet's volumes go first: on this one-kernel cluster a node's agent cannot tell another node's
-    // loop device of the same disk ID from its own (docs/adr/0039-csi-driver.md), so no other disk1 is staged.
     await k(['-n', TEAM, 'delete', 'statefulset', 'db', '--wait=true']);
     await k(['-n', TEAM, 'delete', 'pvc', '--all', '--wait=true', '--timeout=180s']);
     await gone(t, 'the StatefulSet PVs gone', ['pv', '-l', '!nothing']);
@@ -339,6 +337,83 @@ ${SLEEP}`;
     await k(['-n', TEAM, 'delete', 'pod', 'held', '--wait=true']);
     await k(['-n', TEAM, 'delete', 'pvc', 'held', '--wait=true']);
   });
+
+  // The nodes of this cluster share one kernel and each has its own disk1.img at the same path: the case
+  // where a path says nothing of whose device it is (the node side and the agent match by inode and by the
+  // stage's record). Run with one install: it is the node side's, the same under both.
+  if (INSTALL === 'kustomize') {
+    test.serial("one node's volume on its disk1 is untouched when another node's volume on its own disk1 goes: that disk is wiped and free within a minute, this pod reads on", async (t) => {
+      t.timeout(10 * MINUTES);
+      await until(
+        'every disk free and wiped',
+        4 * MINUTES,
+        () => k(['get', 'nodedisks', '-o', 'jsonpath={range .items[*]}{.spec.desired.state} {.status.node.phase}{"\\n"}{end}']),
+        (o) =>
+          o
+            .trim()
+            .split('\n')
+            .every((l) => l === ' Available' || l === 'Available Available'),
+      );
+      const written = 'm03 block bytes';
+      const blockScript = `
+const fs = require('fs');
+const fd = fs.openSync('/dev/xvda', 'r+');
+fs.writeSync(fd, Buffer.from(${JSON.stringify(written)}), 0, ${written.length}, 1 << 20);
+fs.fsyncSync(fd);
+console.log('written');
+${SLEEP}`;
+      await apply('shared-kernel-block', pvc(TEAM, 'on-m03', '32Mi', 'Block'));
+      await apply('shared-kernel-block-pod', pvcPod(TEAM, 'on-m03', 'on-m03', blockScript, { node: M03, block: true }));
+      await apply('shared-kernel-fs', pvc(TEAM, 'on-m04', '32Mi'));
+      await apply('shared-kernel-fs-pod', pvcPod(TEAM, 'on-m04', 'on-m04', `require('fs').writeFileSync('/data/x', 'm04'); ${SLEEP}`, { node: M04, user: true }));
+      await running(TEAM, 'on-m03');
+      await running(TEAM, 'on-m04');
+      const diskM03 = await diskOf(await pvOf(TEAM, 'on-m03'));
+      const diskM04 = await diskOf(await pvOf(TEAM, 'on-m04'));
+      t.deepEqual(
+        [await k(['get', 'nodedisk', diskM03, '-o', 'jsonpath={.spec.diskID}']), await k(['get', 'nodedisk', diskM04, '-o', 'jsonpath={.spec.diskID}'])],
+        ['disk1', 'disk1'],
+        'the two volumes are not on disks of the same ID (what this test stands for)',
+      );
+      // m03's device, by the stage's record on m03, and its state as the kernel has it.
+      const deviceM03 = (JSON.parse(await onNode(env, M03, ['cat', `${DISK_DIR}/disk1.img.staged`])) as { device: string }).device;
+      const autoclear = async () =>
+        (JSON.parse(await onNode(env, M03, ['losetup', '--list', '--json', '--output', 'NAME,AUTOCLEAR', deviceM03])) as { loopdevices: { autoclear: boolean }[] }).loopdevices[0]?.autoclear;
+      t.is(await autoclear(), false);
+
+      const pvM04 = await pvOf(TEAM, 'on-m04');
+      await k(['-n', TEAM, 'delete', 'pod', 'on-m04', '--wait=true']);
+      await k(['-n', TEAM, 'delete', 'pvc', 'on-m04', '--wait=false']);
+      await gone(t, 'the m04 PV gone', ['pv', pvM04]);
+      const deleted = Date.now();
+      const freed = await until(
+        `${diskM04} wiped and free`,
+        2 * MINUTES,
+        () => k(['get', 'nodedisk', diskM04, '-o', 'jsonpath={.spec.desired.state} {.spec.desired.wipe} {.status.node.wipedFor} {.status.node.phase} {.status.node.holdsData}']),
+        (l) => /^Available (pv-\S+) \1 Available( false)?$/.test(l.trim()),
+      );
+      const took = Date.now() - deleted;
+      t.log(`${diskM04} free ${took} ms after its PV went: ${freed}`);
+      t.true(took <= 60_000, `${diskM04} was free again ${took} ms after its PV's deletion`);
+      t.is(await autoclear(), false, "m04's unstage asked the kernel to detach m03's device");
+      const read = await k([
+        '-n',
+        TEAM,
+        'exec',
+        'on-m03',
+        '--',
+        '/nodejs/bin/node',
+        '-e',
+        `const fs=require('fs');const fd=fs.openSync('/dev/xvda','r');const b=Buffer.alloc(${written.length});fs.readSync(fd,b,0,b.length,1<<20);console.log(b.toString())`,
+      ]);
+      t.is(read.trim(), written, "m03's pod no longer reads its device");
+      // Left running, with a Filesystem pod beside it: the teardown below must leave nothing of either
+      // (the kubelet's reference device of a Block volume among them).
+      await apply('shared-kernel-fs-again', pvc(TEAM, 'on-m04-again', '32Mi'));
+      await apply('shared-kernel-fs-again-pod', pvcPod(TEAM, 'on-m04-again', 'on-m04-again', SLEEP, { node: M04, user: true }));
+      await running(TEAM, 'on-m04-again');
+    });
+  }
 
   test.serial('Ctrl-C tears the cluster down: no loop device, mount, namespace or cgroup left', async (t) => {
     t.timeout(5 * MINUTES);

@@ -8,7 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { NodeDiskClaimClient } from '../../api/claim-client.ts';
-import { API_VERSION, CSI_TOPOLOGY_KEY, KIND, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { API_VERSION, CSI_TOPOLOGY_KEY, FIELD_MANAGER, KIND, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { Allocator } from '../../controller/allocator.ts';
+import { leanNodeDisk } from '../../controller/cache.ts';
+import { ControllerService } from '../../csi/controller-service.ts';
+import { Informer } from '../../lib/kube/informer.ts';
+import { createLogger } from '../../lib/runtime/log.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { newClaim } from '../../hack/lib/nodedisks.ts';
@@ -66,7 +71,7 @@ test.before(async () => {
   await seed(A, [64, 64, 128]);
   await seed(B, [64, 64]);
   await seed(C, [64]);
-  await seed(D, [64]);
+  await seed(D, [64, 64]);
   await seed(E, [64]);
   programs.push(await startController(controlPlane(), { logDir }));
   for (const node of [A, B, C, D]) programs.push(await startAgent(controlPlane(), { node, diskDir: diskDir(node), logDir, rescanInterval: '1s' }));
@@ -74,7 +79,7 @@ test.before(async () => {
   agentE = await startAgent(controlPlane(), { node: E, diskDir: diskDir(E), logDir, rescanInterval: '1s', heartbeat: '1s' });
   programs.push(agentE);
   programs.push(await startCsiController(controlPlane(), { logDir, csiAddress: join(work, 'csi.sock') }));
-  await eventually('8 Available disks', async () => (await admin().list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 8, 60_000);
+  await eventually('9 Available disks', async () => (await admin().list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 9, 60_000);
   csi = csiClient(join(work, 'csi.sock'), 'Controller');
   await eventually('the CSI controller ready', async () => (await statusOf(csi.call.GetCapacity({ volume_capabilities: [mountCap] }))) === 'OK', 30_000);
 });
@@ -251,4 +256,39 @@ test.serial('a disk whose node agent is stale becomes no PV and counts for no ca
   const v = await create(pvName(), 10, E);
   t.is(v.volume_context.nodeDisk, disk);
   await csi.call.DeleteVolume({ volume_id: v.volume_id });
+});
+
+test.serial("a CreateVolume repeated to a replica whose cache has not seen the first answer's reservation (a provisioner failover) gets that disk, not a second one", async (t) => {
+  // The new leader: the real service and allocator in this process, on an informer that synced and then
+  // stopped, so that its cache lags for good behind what the old leader writes next.
+  const disks = nodeDisksFor(await controlPlane().csiController());
+  const log = createLogger('failover', { level: 'warn' });
+  const stopInformer = new AbortController();
+  const informer: Informer<NodeDisk> = new Informer<NodeDisk>(
+    { list: (l) => disks.list(l), listText: (l) => disks.listText(l), watch: (w, s) => disks.watch(w, s), watchList: (w, s) => disks.watch(w, s) },
+    { onUpsert: (nd) => allocator.diskChanged(nd.metadata.name ?? ''), onDelete: () => {}, onSync: () => allocator.index.rebuild(informer.cache) },
+    { log, transform: leanNodeDisk, watchList: false },
+  );
+  const allocator = new Allocator({ disks, diskInformer: informer, fieldManager: FIELD_MANAGER.csiController, log });
+  const running = informer.run(stopInformer.signal);
+  await eventually('the new leader synced', async () => informer.hasSynced, 30_000);
+  stopInformer.abort();
+  await running;
+  const lagging = new ControllerService({ allocator, disks, log, notReady: () => undefined });
+
+  // The old leader (the running driver) reserves, and its answer is lost.
+  const name = pvName();
+  const first = await create(name, 10, D);
+  const again = (await lagging.handlers.CreateVolume({
+    name,
+    capacity_range: { required_bytes: 10 * MiB, limit_bytes: 0 },
+    volume_capabilities: [{ access_type: 'mount', access_mode: { mode: 'SINGLE_NODE_WRITER' }, mount: { fs_type: 'ext4', mount_flags: [], volume_mount_group: '' } }],
+    parameters: {},
+    accessibility_requirements: onNode(D),
+  })) as { volume: { volume_id: string } };
+  t.is(again.volume.volume_id, first.volume_id, 'the repeated CreateVolume reserved another disk');
+  const held = (await admin().list()).items.filter((nd) => nd.spec.desired?.owner === `pv:${name}`).map((nd) => nd.metadata.name);
+  t.deepEqual(held, [first.volume_context.nodeDisk]);
+  await csi.call.DeleteVolume({ volume_id: first.volume_id });
+  for (const n of held) if (n && n !== first.volume_context.nodeDisk) await csi.call.DeleteVolume({ volume_id: `${n}/${name}` });
 });
