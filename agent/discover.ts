@@ -12,6 +12,11 @@ export interface DiskFile {
   /** Path inside this process's view of the disk dir. */
   file: string;
   sizeBytes: number;
+  /**
+   * Bytes the filesystem has allocated to the image (st_blocks): 0 for a sparse image nothing was written
+   * to since it was made or last wiped (a wipe cuts it to 0 bytes and extends it again, ADR 38).
+   */
+  allocatedBytes?: number | undefined;
 }
 
 export interface IgnoredFile {
@@ -29,7 +34,7 @@ export interface Discovery {
 /** The file-system calls a scan makes (tests interleave real removals with them). */
 export interface DiscoverFs {
   readdir(dir: string): Promise<string[]>;
-  lstat(path: string): Promise<{ size: number } & FileType>;
+  lstat(path: string): Promise<{ size: number; blocks?: number } & FileType>;
   access(path: string, mode: number): Promise<void>;
 }
 
@@ -131,7 +136,7 @@ export async function inspectDiskFile(diskDir: string, name: string, fs: Discove
     if (vanished(err)) return { kind: 'gone' }; // removed since lstat, as above
     return { kind: 'ignored', ignored: { name, reason: 'is not readable by the agent' } };
   }
-  return { kind: 'disk', disk: { diskID, file, sizeBytes: st.size } };
+  return { kind: 'disk', disk: { diskID, file, sizeBytes: st.size, ...(st.blocks !== undefined ? { allocatedBytes: st.blocks * 512 } : {}) } };
 }
 
 /**

@@ -204,10 +204,13 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   if (!file && ignored) next = { ...next, phase: 'Error', message: `disk image ${hostPath} ${ignored.reason}` };
   if (waitingForLoop) next = { ...next, phase: 'Wiping', message: waitingForLoop };
   if (ctx.nodeUID !== undefined) next = { ...next, nodeUID: ctx.nodeUID };
-  // What the image may hold: a reservation's bytes from the moment it is reserved until a wipe (ADR 38).
+  // What the image may hold: a reservation's bytes from the moment it is reserved until a wipe (ADR 38),
+  // and whatever was written to it that the agent never saw reserved (a reservation made and released
+  // while it was down, an image renamed from a disk that held a volume): bytes allocated to the image.
   const wipedFor = wipedNow ?? nd.status?.node?.wipedFor;
   if (wipedFor !== undefined) next = { ...next, wipedFor };
-  if (wipedNow === undefined && (onDisk.kind === 'present' || nd.status?.node?.holdsData === true)) next = { ...next, holdsData: true };
+  const written = file !== undefined && (file.allocatedBytes ?? 0) > 0;
+  if (wipedNow === undefined && (onDisk.kind === 'present' || nd.status?.node?.holdsData === true || written)) next = { ...next, holdsData: true };
 
   // Written only when the report changed: the node's heartbeat Lease says the agent is alive (ADR 24).
   if (!statusChanged(nd.status?.node, next)) return {};

@@ -2,7 +2,7 @@
 // the reservation-protection ordering of ADR 12. The finalizer is added before a marker is written (a
 // failed finalizer write means no marker), the marker is removed before the finalizer, and a marker that
 // cannot be removed keeps the finalizer.
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -291,4 +291,25 @@ test('a sysfs that cannot be read makes the wipe fail (Error), not go ahead', as
   t.regex(h.cache.get(h.name)!.status?.node?.message ?? '', /cannot wipe the disk image \(wipe request w-8\): cannot read loop device loop3 in .*not-a-dir/);
   t.is(readFileSync(join(dir, 'disk8.img'), 'utf8'), 'team-x data');
   t.true(existsSync(h.marker));
+});
+
+test('an image with bytes the agent never saw reserved (reserved and released while it was down, or renamed from a disk that held a volume) is reported holding data; a sparse one is not', async (t) => {
+  const dir = await diskDir('disk9');
+  // Sparse: nothing was ever written to it.
+  rmSync(join(dir, 'disk9.img'));
+  writeFileSync(join(dir, 'disk9.img'), '');
+  truncateSync(join(dir, 'disk9.img'), 1024 * 1024);
+  const clean = harness(dir, 'disk9', nodeDisk('disk9', dir, {}));
+  await clean.run();
+  t.is(clean.cache.get(clean.name)!.status?.node?.phase, 'Available');
+  t.is(clean.cache.get(clean.name)!.status?.node?.holdsData, undefined, 'a sparse image nothing was written to holds no data');
+
+  // The same image after someone wrote to it while no reservation was seen (no marker, desired Available).
+  const fh = openSync(join(dir, 'disk9.img'), 'r+');
+  writeSync(fh, Buffer.from('an earlier owner filesystem'), 0, 27, 4096);
+  closeSync(fh);
+  const written = harness(dir, 'disk9', clean.cache.get(clean.name)!);
+  await written.run();
+  t.is(written.cache.get(written.name)!.status?.node?.phase, 'Available');
+  t.true(written.cache.get(written.name)!.status?.node?.holdsData, 'written bytes the agent never saw reserved were reported as no data');
 });
