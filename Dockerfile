@@ -47,11 +47,12 @@ EXPOSE 8080
 ENTRYPOINT ["/nodejs/bin/node", "--optimize-for-size", "/app/node-disks-agent.mjs"]
 
 # The CSI driver, both sides in one program. Its node side runs as UID 0 in a privileged container: it
-# attaches disk images to loop devices and mounts them (Debian's util-linux and e2fsprogs, hence a
-# Debian base); the controller side only talks to the API server and the provisioner sidecar.
+# attaches disk images to loop devices, formats and mounts them (Debian's util-linux, e2fsprogs and
+# xfsprogs, hence a Debian base); the controller side only talks to the API server and the provisioner
+# sidecar.
 FROM debian:bookworm-slim AS node-disks-csi
 RUN apt-get update \
- && apt-get install -y --no-install-recommends mount util-linux e2fsprogs \
+ && apt-get install -y --no-install-recommends mount util-linux e2fsprogs xfsprogs \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/local/bin/node /nodejs/bin/node
 COPY --from=build /src/dist/csi/ /app/

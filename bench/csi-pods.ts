@@ -174,7 +174,10 @@ const memory = () => ({
 const run = startCluster(env);
 try {
   await waitForOutput(run, UP, 40 * 60_000);
-  seedNodeUniqueDisks(dataDir, PER_NODE, DISK_BYTES);
+  seedNodeUniqueDisks(
+    dataDir,
+    Array.from({ length: PER_NODE }, () => DISK_BYTES),
+  );
   await waitFor(`${PER_NODE * NODE_NAMES.length} disks Available`, 10, async () => (await freeDisks()) === PER_NODE * NODE_NAMES.length);
   await sleep(20_000);
   const idle = memory();

@@ -23,6 +23,18 @@ export function checkCapability(cap: VolumeCapability): void {
   } else if (cap.access_type !== 'block') throw invalid('volume capability has neither block nor mount access type');
 }
 
+/**
+ * The smallest disk each filesystem can be made on: mkfs.xfs (xfsprogs 5.19 and later) refuses a
+ * filesystem under 300 MiB. A volume of that type is only placed on a disk at least this large, never on
+ * one its node could not format.
+ */
+export const MIN_DISK_BYTES: Readonly<Record<string, number>> = { xfs: 300 * 2 ** 20 };
+
+/** The smallest disk every capability of a request can be made on (0: any). */
+export function minDiskBytes(caps: readonly VolumeCapability[]): number {
+  return Math.max(0, ...caps.map((c) => (c.access_type === 'mount' ? (MIN_DISK_BYTES[fsTypeOf(c)] ?? 0) : 0)));
+}
+
 /** The filesystem a mount capability asks for. */
 export function fsTypeOf(cap: VolumeCapability): string {
   return cap.mount?.fs_type || DEFAULT_FS_TYPE;

@@ -15,7 +15,7 @@ import type { NodeDiskClient } from '../api/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import type { Allocator } from '../controller/allocator.ts';
-import { checkCapabilities } from './capabilities.ts';
+import { checkCapabilities, fsTypeOf, minDiskBytes } from './capabilities.ts';
 import { CsiError, invalid } from './errors.ts';
 import type { CreateVolumeRequest, DeleteVolumeRequest, GetCapacityRequest, Topology, ValidateVolumeCapabilitiesRequest, Volume } from './types.ts';
 import { parseVolumeId, volumeId } from './volume-id.ts';
@@ -55,6 +55,11 @@ export function pvOwnerUID(volumeName: string): string {
  */
 export function pvWipeToken(nd: NodeDisk, volumeName: string): string {
   return `pv-${nd.spec.desired?.ownerUID || pvOwnerUID(volumeName)}-g${nd.metadata.generation ?? 0}`;
+}
+
+/** The filesystem types a request's capabilities name, for a message. */
+function fsTypesOf(req: CreateVolumeRequest): string {
+  return [...new Set(req.volume_capabilities.filter((c) => c.access_type === 'mount').map(fsTypeOf))].join(' or ');
 }
 
 /** The nodes a request may be placed on, preferred first; undefined: anywhere. */
@@ -171,7 +176,9 @@ export class ControllerService {
       if (outcome.kind === 'busy' || outcome.kind === 'conflicts') throw new CsiError('ABORTED', 'the disks that fit are being reserved right now: try again');
     }
     const where = nodes ? `node ${nodes.join(' or ')}` : 'any node';
-    throw new CsiError('RESOURCE_EXHAUSTED', `no free NodeDisk of at least ${min} bytes${max ? ` and at most ${max}` : ''} that holds no earlier data on ${where}`);
+    const floor = minDiskBytes(req.volume_capabilities);
+    const because = floor > 0 && floor >= min ? ` (a ${fsTypesOf(req)} filesystem cannot be made on less)` : '';
+    throw new CsiError('RESOURCE_EXHAUSTED', `no free NodeDisk of at least ${min} bytes${because}${max ? ` and at most ${max}` : ''} that holds no earlier data on ${where}`);
   }
 
   readonly handlers = {
@@ -187,10 +194,12 @@ export class ControllerService {
       if (req.volume_content_source) throw invalid('this driver cannot create a volume from a snapshot or another volume (no content source)');
       const min = Math.max(0, req.capacity_range?.required_bytes ?? 0);
       const max = req.capacity_range?.limit_bytes ?? 0;
+      const floor = minDiskBytes(req.volume_capabilities);
+      if (max > 0 && max < floor) throw new CsiError('OUT_OF_RANGE', `capacity_range limit_bytes ${max} is below the ${floor} bytes a ${fsTypesOf(req)} filesystem needs`);
       if (max < 0 || (max > 0 && max < min)) throw new CsiError('OUT_OF_RANGE', `capacity_range limit_bytes ${max} is below required_bytes ${min}`);
       const nodes = nodesOf(req);
       this.ready();
-      return await this.exclusive(req.name, () => this.create(req, nodes, min, max));
+      return await this.exclusive(req.name, () => this.create(req, nodes, Math.max(min, floor), max));
     },
 
     DeleteVolume: async (req: DeleteVolumeRequest) => {
@@ -238,10 +247,12 @@ export class ControllerService {
       const node = segments ? segments[CSI_TOPOLOGY_KEY] : undefined;
       // A topology of other keys is no node of ours: nothing there.
       if (segments && Object.keys(segments).length > 0 && node === undefined) return { available_capacity: 0, maximum_volume_size: { value: 0 } };
+      // A class whose filesystem needs a disk of some size (xfs) counts only the disks it could be made on.
+      const floor = minDiskBytes(req.volume_capabilities);
       let available = 0;
       let largest = 0;
-      for (const nd of this.o.allocator.index.candidates(0, node)) {
-        if (!freeForVolume(nd)) continue;
+      for (const nd of this.o.allocator.index.candidates(floor, node)) {
+        if (!freeForVolume(nd) || capacityOf(nd) < floor) continue;
         available += capacityOf(nd);
         largest = Math.max(largest, capacityOf(nd));
       }

@@ -2,9 +2,9 @@
 // from Go modules: the control plane (npm start, npm test), the health-check runner, helm, krew and
 // Prometheus' text parser and PromQL parser (npm test), csi-sanity (the CSI driver's conformance tests)
 // and csi-provisioner (the local cluster's CSI sidecar), e2e.test and agnhost (npm run test:storage);
-// and fetches promtool and prometheus (Debian's prometheus package, npm test) and busybox (Debian's
-// busybox-static, npm run test:storage).
-//   node hack/setup.ts                    all ten
+// and fetches promtool and prometheus (Debian's prometheus package, npm test), busybox (Debian's
+// busybox-static, npm run test:storage) and mkfs.xfs (Debian's xfsprogs, the local cluster's CSI image).
+//   node hack/setup.ts                    all eleven
 //   node hack/setup.ts krew healthcheck   only those
 import { ensureBinaries } from './controlplane/binaries.ts';
 import { ensureCsiProvisioner, ensureCsiSanity } from './csi/tools.ts';
@@ -16,6 +16,7 @@ import { ensureKrew, ensureValidateKrewManifest } from './krew/krew.ts';
 import { ensurePromql } from './promql/promql.ts';
 import { ensurePromtext } from './promtext/promtext.ts';
 import { ensurePromtool } from './promtool/promtool.ts';
+import { ensureXfsprogs } from './cluster/xfsprogs.ts';
 
 const tools: Record<string, () => Promise<string>> = {
   controlplane: async () => {
@@ -34,6 +35,7 @@ const tools: Record<string, () => Promise<string>> = {
   promql: () => ensurePromql(),
   promtext: () => ensurePromtext(),
   promtool: () => ensurePromtool(),
+  xfsprogs: async () => (await ensureXfsprogs()).map((f) => f.cached).join(', '),
 };
 
 const wanted = process.argv.slice(2);

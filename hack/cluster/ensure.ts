@@ -4,6 +4,7 @@
 import { ensureBinaries, ensureNodeBinaries } from '../controlplane/binaries.ts';
 import { ensureCsiProvisioner } from '../csi/tools.ts';
 import { ensureHelm, helmVersions } from '../helm/helm.ts';
+import { ensureXfsprogs } from './xfsprogs.ts';
 
 if (process.getuid?.() !== 0) {
   console.error('error: npm run test:e2e must run as root: it starts the local cluster (network namespaces, cgroups, mounts); run it with sudo');
@@ -17,6 +18,8 @@ try {
   const provisioner = await ensureCsiProvisioner();
   // test/e2e/helm.test.ts and `npm run cluster -- --install=helm` use the pinned helm.
   await ensureHelm();
+  // The node-disks-csi image's mkfs.xfs.
+  await ensureXfsprogs();
   console.error(
     `local cluster binaries: Kubernetes ${nb.kubernetesVersion} (control plane ${cp.source}, node binaries ${nb.source}: ${nb.dir}), helm ${(await helmVersions()).helm}, ${provisioner} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );

@@ -4,7 +4,8 @@
 // distroless/nodejs24-debian12), <distDir>/ and LICENSE in APP_DIR, its user and entrypoint; plus
 // pause, the pod sandbox process (hack/controlplane/pause), since registry.k8s.io cannot be pulled.
 // The CSI images (buildCsiImages) are built only for the cluster: the driver's, the Node runtime and
-// dist/csi with this host's losetup, mount, mkfs.ext4 & co. and their libraries; and csi-provisioner's,
+// dist/csi with this host's losetup, mount, mkfs.ext4 & co. and their libraries, mkfs.xfs from Debian's
+// package; and csi-provisioner's,
 // the binary built from its module (hack/csi/tools.ts), as its upstream image has it.
 
 import { existsSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { REPO_ROOT } from '../lib/paths.ts';
 import { APP_DIR, CSI_IMAGE, ENV, IMAGES, LEGAL_FILES, NODE_PATH, entrypoint } from '../lib/image-spec.ts';
 import { sh } from './host.ts';
 import { ociArchive, type BuiltImage, type Entry } from './oci.ts';
+import { ensureXfsprogs } from './xfsprogs.ts';
 
 /** The tag the overlay and ci/local-cluster-values.yaml ask for (newTag dev, never pulled). */
 export const IMAGE_TAG = 'dev';
@@ -118,6 +120,9 @@ async function csiTools(): Promise<Entry[]> {
     if (tools.includes(join(link, '..', target))) out.push({ path: link.slice(1), type: 'symlink', target });
   }
   for (const f of CSI_IMAGE.files) out.push(await fileEntry(f, f.slice(1), 0o644));
+  // mkfs.xfs from Debian's package (./xfsprogs.ts): its other libraries (libblkid, libuuid, libc) are the
+  // host's, already here for blkid and mount.
+  for (const f of await ensureXfsprogs()) out.push(await fileEntry(f.cached, f.imagePath, f.mode));
   return out;
 }
 

@@ -68,18 +68,16 @@ export async function until<T>(what: string, timeoutMs: number, probe: () => Pro
 }
 
 /**
- * Replaces the seeded disk images of every node with `perNode` sparse ones of `bytes`, named after their
- * node (`<node>b<i>.img`). On this one-kernel cluster an agent waits to wipe while another node has a
- * disk of the same ID staged (docs/adr/0039-csi-driver.md), which a real node never sees: names unique
- * to their node keep runs that hand disks out again and again from waiting on that.
+ * Replaces the seeded disk images of every node with sparse ones of `sizes` (bytes, one disk each), named
+ * after their node (`<node>b<i>.img`): a report or a log names a disk no other node has.
  */
-export function seedNodeUniqueDisks(dataDir: string, perNode: number, bytes: number): void {
+export function seedNodeUniqueDisks(dataDir: string, sizes: readonly number[]): void {
   for (const node of NODE_NAMES) {
     const short = node.slice(node.lastIndexOf('-') + 1);
     const dir = join(dataDir, 'nodes', short, 'node-disks-manager', 'disks');
     for (const f of readdirSync(dir)) if (f.endsWith('.img')) rmSync(join(dir, f));
-    for (let i = 1; i <= perNode; i++) {
-      const file = join(dir, `${short}b${i}.img`);
+    for (const [i, bytes] of sizes.entries()) {
+      const file = join(dir, `${short}b${i + 1}.img`);
       writeFileSync(file, '');
       truncateSync(file, bytes);
     }

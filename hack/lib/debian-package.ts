@@ -14,6 +14,8 @@ export interface DebianFiles {
   version: string;
   /** Paths inside the package (`usr/bin/promtool`); each lands in `dir` under its base name. */
   files: string[];
+  /** Shared libraries, not programs: present is enough (programs must be executable). */
+  libraries?: boolean;
   /** The cache entry. */
   dir: string;
   /** The command that fetches just this, for the hint when apt's lists need root: `npm run setup -- promtool`. */
@@ -33,7 +35,7 @@ const run = (cmd: string, args: string[], cwd: string) =>
 /** Returns `dir` once it holds every file, fetching the package first if it does not. Throws saying what is missing. */
 export async function ensureDebianFiles(d: DebianFiles): Promise<string> {
   const wanted = d.files.map((f) => join(d.dir, basename(f)));
-  if ((await Promise.all(wanted.map(isExecutable))).every(Boolean)) return d.dir;
+  if ((await Promise.all(wanted.map((f) => (d.libraries ? Promise.resolve(existsSync(f)) : isExecutable(f))))).every(Boolean)) return d.dir;
   const pkg = `${d.pkg}=${d.version}`;
   if (process.platform !== 'linux' || !existsSync('/usr/bin/apt-get')) {
     throw new Error(

@@ -103,7 +103,7 @@ export const CSI_IMAGE: CsiImageSpec = {
   user: '0:0',
   port: 8082,
   base: 'debian:bookworm-slim',
-  packages: ['mount', 'util-linux', 'e2fsprogs'],
+  packages: ['mount', 'util-linux', 'e2fsprogs', 'xfsprogs'],
   tools: ['/usr/sbin/losetup', '/usr/bin/mount', '/usr/bin/umount', '/usr/sbin/blkid', '/usr/sbin/mke2fs'],
   optionalTools: ['/usr/sbin/e2fsck'],
   // Every filesystem the node side formats (csi/node-volumes.ts supportedFsTypes) needs its mkfs name.
@@ -116,6 +116,7 @@ export const CSI_IMAGE: CsiImageSpec = {
   files: ['/etc/mke2fs.conf'],
   why:
     'The CSI driver, both sides in one program. Its node side runs as UID 0 in a privileged container: it\n' +
-    "attaches disk images to loop devices and mounts them (Debian's util-linux and e2fsprogs, hence a\n" +
-    'Debian base); the controller side only talks to the API server and the provisioner sidecar.',
+    "attaches disk images to loop devices, formats and mounts them (Debian's util-linux, e2fsprogs and\n" +
+    'xfsprogs, hence a Debian base); the controller side only talks to the API server and the provisioner\n' +
+    'sidecar.',
 };

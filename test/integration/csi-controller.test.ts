@@ -26,7 +26,7 @@ import { denied, nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
 const MiB = 2 ** 20;
-const [A, B, C, D, E] = ['csi-a', 'csi-b', 'csi-c', 'csi-d', 'csi-e'];
+const [A, B, C, D, E, F] = ['csi-a', 'csi-b', 'csi-c', 'csi-d', 'csi-e', 'csi-f'];
 let agentE: Program | undefined;
 const SECRET = 'bytes of the first PV';
 let work = '';
@@ -73,13 +73,14 @@ test.before(async () => {
   await seed(C, [64]);
   await seed(D, [64, 64]);
   await seed(E, [64]);
+  await seed(F, [320]);
   programs.push(await startController(controlPlane(), { logDir }));
-  for (const node of [A, B, C, D]) programs.push(await startAgent(controlPlane(), { node, diskDir: diskDir(node), logDir, rescanInterval: '1s' }));
+  for (const node of [A, B, C, D, F]) programs.push(await startAgent(controlPlane(), { node, diskDir: diskDir(node), logDir, rescanInterval: '1s' }));
   // E's agent renews its heartbeat Lease every second (it lasts 4 s): stopped, it is stale within seconds.
   agentE = await startAgent(controlPlane(), { node: E, diskDir: diskDir(E), logDir, rescanInterval: '1s', heartbeat: '1s' });
   programs.push(agentE);
   programs.push(await startCsiController(controlPlane(), { logDir, csiAddress: join(work, 'csi.sock') }));
-  await eventually('9 Available disks', async () => (await admin().list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 9, 60_000);
+  await eventually('10 Available disks', async () => (await admin().list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 10, 60_000);
   csi = csiClient(join(work, 'csi.sock'), 'Controller');
   await eventually('the CSI controller ready', async () => (await statusOf(csi.call.GetCapacity({ volume_capabilities: [mountCap] }))) === 'OK', 30_000);
 });
@@ -291,4 +292,21 @@ test.serial("a CreateVolume repeated to a replica whose cache has not seen the f
   t.deepEqual(held, [first.volume_context.nodeDisk]);
   await csi.call.DeleteVolume({ volume_id: first.volume_id });
   for (const n of held) if (n && n !== first.volume_context.nodeDisk) await csi.call.DeleteVolume({ volume_id: `${n}/${name}` });
+});
+
+test.serial('an xfs volume is placed only on a disk mkfs.xfs can format (300 MiB and more): none on a node of 64 MiB disks, and capacity for an xfs class counts only those', async (t) => {
+  const xfs = { access_type: 'mount' as const, access_mode: { mode: 'SINGLE_NODE_WRITER' as const }, mount: { fs_type: 'xfs', mount_flags: [], volume_mount_group: '' } };
+  const createXfs = (node: string) =>
+    csi.call.CreateVolume({ name: pvName(), capacity_range: { required_bytes: 10 * MiB, limit_bytes: 0 }, volume_capabilities: [xfs], accessibility_requirements: onNode(node) });
+  // A's disks are 64, 64 and 128 MiB.
+  t.regex(String(await createXfs(A).catch((e: Error) => e.message)), /RESOURCE_EXHAUSTED.*at least 314572800 bytes \(a xfs filesystem cannot be made on less\).*on node csi-a/);
+  const capA = await csi.call.GetCapacity({ volume_capabilities: [xfs], accessible_topology: { segments: { [CSI_TOPOLOGY_KEY]: A } } });
+  t.is(capA.available_capacity, 0, 'disks too small for xfs were counted for an xfs class');
+  // F has one disk large enough.
+  const capF = await csi.call.GetCapacity({ volume_capabilities: [xfs], accessible_topology: { segments: { [CSI_TOPOLOGY_KEY]: F } } });
+  t.is(capF.available_capacity, 320 * MiB);
+  const v = (await createXfs(F)).volume as { volume_id: string; capacity_bytes: number };
+  t.is(v.capacity_bytes, 320 * MiB);
+  t.is(await statusOf(csi.call.CreateVolume({ name: pvName(), capacity_range: { required_bytes: 0, limit_bytes: 100 * MiB }, volume_capabilities: [xfs] })), 'OUT_OF_RANGE');
+  await csi.call.DeleteVolume({ volume_id: v.volume_id });
 });
