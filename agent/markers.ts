@@ -14,6 +14,7 @@ import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISK_SUFFIX, MARKER_CONTENT, MARKER_SUFFIX } from '../api/constants.ts';
 import { fileTypeOf, type FileType } from './discover.ts';
+import { fsyncDir } from '../lib/runtime/fsync-dir.ts';
 
 /** The marker file's name beside a disk image: `<disk>.img.reserved`. */
 export function markerName(diskID: string): string {
@@ -105,15 +106,6 @@ function byType(marker: string, st: StatLike): MarkerState {
 
 function wrongSize(size: number): MarkerState {
   return { kind: 'present', wrong: `is ${size} bytes, not the ${MARKER_READ_LIMIT - 1} of ${JSON.stringify(MARKER_CONTENT)}` };
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  const fh = await fsp.open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
 }
 
 /**

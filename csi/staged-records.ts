@@ -14,15 +14,7 @@ import { DISK_SUFFIX } from '../api/constants.ts';
 import { bootId, deviceNumberText, diskSeq, formatStagedRecord, isLive, readStagedRecords, type StagedRecord, stagedRecordName } from '../api/staged-record.ts';
 import type { ImageRef } from './loop.ts';
 import { NodeVolumeError } from './node-errors.ts';
-
-async function fsyncDir(dir: string): Promise<void> {
-  const fh = await fsp.open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
+import { fsyncDir } from '../lib/runtime/fsync-dir.ts';
 
 /** The record a stage of `image` on `device` at `stagingPath` leaves: the device's number and sequence read now. */
 export async function stagedRecordOf(image: ImageRef, device: string, stagingPath: string): Promise<StagedRecord> {

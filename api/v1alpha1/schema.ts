@@ -234,7 +234,7 @@ export const nodeDiskSchema: SchemaProps = {
             holdsData: {
               type: 'boolean',
               description:
-                'True when the image may hold the bytes of a previous reservation: it was reserved since it was last wiped. A free disk that holds data is handed out as it is; kubectl nodedisks release --wipe wipes it first.',
+                'True when the image may hold the bytes of a previous reservation: it was reserved since it was last wiped, or the agent finds bytes written to it (allocated blocks) that no reservation it saw accounts for (one made and released while it was down, an image renamed from a disk that held a volume). A free disk that holds data is handed out as it is, never as a PV; kubectl nodedisks release --wipe wipes it first.',
             },
           },
         },

@@ -29,6 +29,7 @@ import { buildCsiImages, buildImages } from './images.ts';
 import { holderCommand, SHARED_PATHS } from './holder.ts';
 import { buildNetwork } from './network.ts';
 import { apiserverArgs, controllerManagerArgs, etcdArgs, schedulerArgs } from './controlplane-args.ts';
+import { releaseDevicesIn, unmountVolumesOf } from './loops.ts';
 import { containerdConfig, kubeletConfig, podNetworkConfig } from './node-config.ts';
 import { writeArchive } from './oci.ts';
 import { makePki, writeKubeconfig } from './pki.ts';
@@ -219,7 +220,11 @@ export class Cluster {
           () => false,
         ),
     );
-    this.start(`kubelet-${n.short}`, n.cgroup, target, [
+    this.startKubelet(n);
+  }
+
+  private startKubelet(n: NodeSpec): void {
+    this.start(`kubelet-${n.short}`, n.cgroup, `pid:${holderPid(n)}`, [
       this.nb.kubelet,
       `--config=${join(n.dir, 'kubelet.yaml')}`,
       `--kubeconfig=${join(this.dataDir, 'pki', `kubelet-${n.short}.yaml`)}`,
@@ -249,7 +254,31 @@ export class Cluster {
     }
     const holder = holderPid(n);
     await killCgroupProcesses(n.cgroup, (pid) => pid !== holder);
-    this.log(`node ${n.name} stopped (kubelet, containerd and its containers)`);
+    // What a reboot takes with it besides the processes: the volumes' mounts in the node's namespace (the
+    // kubelet's staging and publish dirs) and the loop devices of its disks, the kubelet's among them.
+    const unmounted = await unmountVolumesOf(holder);
+    await releaseDevicesIn([join(n.dir, 'node-disks-manager')], (line) => this.log(`node ${n.name}: ${line}`));
+    this.log(`node ${n.name} stopped (kubelet, containerd and its containers${unmounted ? `, ${unmounted} volume mounts` : ''}, its loop devices)`);
+  }
+
+  /**
+   * Restarts one node's kubelet alone, as `systemctl restart kubelet` would: containerd, the containers
+   * and every mount stay. Returns once the new kubelet has renewed the Node's status.
+   */
+  async restartKubelet(name: string): Promise<void> {
+    const n = this.node(name);
+    const proc = this.procs.find((p) => p.name === `kubelet-${n.short}` && p.running);
+    if (!proc) throw new Error(`the kubelet of ${n.name} is not running`);
+    await proc.stop(10_000);
+    const stoppedAt = new Date();
+    this.startKubelet(n);
+    await this.until(`the kubelet of ${n.name} reports again`, 120_000, async () => {
+      const hb = await this.kubectl(['get', 'node', n.name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}']).catch(() => '');
+      return Date.parse(hb) >= Math.floor(stoppedAt.getTime() / 1000) * 1000;
+    });
+    const changed = await restoreSysctls(this.state.sysctls);
+    if (changed.length) this.log(`restored kernel settings the kubelet changed: ${changed.join(', ')}`);
+    this.log(`the kubelet of ${n.name} restarted`);
   }
 
   /** Starts a stopped node's containerd and kubelet again; returns once the Node is Ready. */

@@ -141,3 +141,28 @@ export async function releaseDevicesIn(dirs: string[], log: (line: string) => vo
   const left = await mountsIn(dirs);
   if (left.length) throw new Error(`still mounted: ${left.join(', ')}`);
 }
+
+/** Where the kubelet mounts volumes for pods (in a node's view): staging, publish and the pods' dirs. */
+const VOLUME_MOUNT_DIRS = ['/var/lib/kubelet/plugins/', '/var/lib/kubelet/pods/'];
+
+/**
+ * Unmounts, in the mount namespace of process `pid` (a node's holder), every mount inside the kubelet's
+ * volume dirs, deepest first: what a reboot of the node takes with it. Returns how many went.
+ */
+export async function unmountVolumesOf(pid: number): Promise<number> {
+  const info = await readFile(`/proc/${pid}/mountinfo`, 'utf8');
+  const points = info
+    .split('\n')
+    .map((l) => l.split(' ')[4])
+    .filter((p): p is string => !!p)
+    .map((p) => p.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8))))
+    .filter((p) => VOLUME_MOUNT_DIRS.some((d) => p.startsWith(d)))
+    .sort((a, b) => b.length - a.length);
+  for (const point of points) {
+    const inNode = (args: string[]) => sh('nsenter', ['-t', String(pid), '--mount', '--', 'umount', ...args]);
+    // Stacked mounts at one point come off one at a time; a busy one (nothing should be: the node's
+    // processes are gone) lazily.
+    await inNode([point]).catch(() => inNode(['-l', point]));
+  }
+  return points.length;
+}

@@ -89,8 +89,8 @@ export function onNode(env: NodeJS.ProcessEnv, node: string, command: string[]):
   return sh(process.execPath, [SSH, node, ...command], { env });
 }
 
-/** `npm run cluster:node -- <node> stop|start`. */
-export function nodeControl(env: NodeJS.ProcessEnv, node: string, action: 'stop' | 'start'): Promise<string> {
+/** `npm run cluster:node -- <node> stop|start|restart-kubelet`. */
+export function nodeControl(env: NodeJS.ProcessEnv, node: string, action: 'stop' | 'start' | 'restart-kubelet'): Promise<string> {
   return sh(process.execPath, [NODE, node, action], { env, timeoutMs: 600_000 });
 }
 

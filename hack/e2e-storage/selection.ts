@@ -18,7 +18,8 @@ export interface Skip {
 export const SKIPS: Skip[] = [
   {
     pattern: '\\[Disruptive\\]',
-    reason: "They stop and start the kubelet over SSH with systemctl; the local cluster's nodes have neither SSH nor systemd.",
+    reason:
+      "They stop and start the kubelet over SSH with systemctl; the local cluster's nodes have neither SSH nor systemd. test/e2e/_csi-suite.ts checks what the first of them checks (a volume written before a kubelet restart is read after it), and a node reboot, with npm run cluster:node; the cleanup of a pod deleted while its kubelet is down is not covered yet.",
   },
   {
     pattern: 'should not mount / map unused volumes',
@@ -45,9 +46,9 @@ export const SKIP = SKIPS.map((s) => s.pattern).join('|');
 export const CI_FOCUS = [
   '\\[Testpattern: Dynamic PV \\((default fs|block volmode)\\)\\] (volumes|volumeMode|capacity) ',
   '\\[Testpattern: Dynamic PV \\(delayed binding\\)\\] topology ',
-  '\\[Testpattern: Dynamic PV \\(ext3\\)\\] volumes should store data',
+  '\\[Testpattern: Dynamic PV \\((ext3|xfs)\\)\\] volumes should store data',
   '\\[Testpattern: Dynamic PV \\(default fs\\)\\] provisioning should provision storage with mount options',
   '\\[Testpattern: Dynamic PV \\((filesystem|block) volmode\\)\\] multiVolume .*(same volume mode and retain data across pod recreation on the same node|concurrently access the single volume from pods on the same node)',
 ].join('|');
 /** How many specs CI_FOCUS runs, all of which must pass: fewer means the focus no longer selects them. */
-export const CI_MIN_PASSED = 13;
+export const CI_MIN_PASSED = 14;

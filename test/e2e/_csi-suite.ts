@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readSysctls } from '../../hack/cluster/host.ts';
 import { imageRef } from '../../hack/cluster/images.ts';
-import { interruptAndCheckTornDown, onNode, until } from '../../hack/cluster/run.ts';
+import { interruptAndCheckTornDown, nodeControl, onNode, until } from '../../hack/cluster/run.ts';
 import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
 import { clusterForFile, MINUTES, NS, nodeDisksE2E, runPlugin } from './_nodedisks.ts';
 
@@ -337,6 +337,110 @@ ${SLEEP}`;
     await k(['-n', TEAM, 'delete', 'pod', 'held', '--wait=true']);
     await k(['-n', TEAM, 'delete', 'pvc', 'held', '--wait=true']);
   });
+
+  if (INSTALL === 'kustomize') {
+    test.serial(
+      'under running PVC pods (Filesystem and Block), a kubelet restarted leaves them running and a new pod of the PVC starts; a node rebooted (its processes, mounts and loop devices gone) brings them back on it, reading what they wrote',
+      async (t) => {
+        t.timeout(15 * MINUTES);
+        const fsScript = `
+const fs = require('fs');
+if (fs.existsSync('/data/who')) console.log('found ' + fs.readFileSync('/data/who', 'utf8'));
+else { fs.writeFileSync('/data/who', 'before the reboot'); fs.fsyncSync(fs.openSync('/data/who', 'r')); console.log('wrote'); }
+${SLEEP}`;
+        const blockScript = `
+const fs = require('fs');
+const fd = fs.openSync('/dev/xvda', 'r+');
+const mark = Buffer.from('block before the reboot');
+const back = Buffer.alloc(mark.length);
+fs.readSync(fd, back, 0, back.length, 1 << 20);
+if (back.equals(mark)) console.log('found ' + back.toString());
+else { fs.writeSync(fd, mark, 0, mark.length, 1 << 20); fs.fsyncSync(fd); console.log('wrote'); }
+${SLEEP}`;
+        await apply('reboot-fs', pvc(TEAM, 'reboot-fs', '32Mi'));
+        await apply('reboot-fs-pod', pvcPod(TEAM, 'reboot-fs', 'reboot-fs', fsScript, { node: M04, user: true }));
+        await apply('reboot-block', pvc(TEAM, 'reboot-block', '32Mi', 'Block'));
+        await apply('reboot-block-pod', pvcPod(TEAM, 'reboot-block', 'reboot-block', blockScript, { node: M04, block: true }));
+        for (const pod of ['reboot-fs', 'reboot-block']) {
+          await running(TEAM, pod);
+          t.is(
+            await until(
+              `${pod} wrote`,
+              MINUTES,
+              () => logs(TEAM, pod),
+              (l) => l !== '',
+            ),
+            'wrote\n',
+          );
+        }
+        // The kubelet restarted alone (systemctl restart kubelet): the pods run on in the same containers,
+        // reading and writing, and a new pod of the Filesystem PVC starts beside them on that node.
+        const containers = async () => Promise.all(['reboot-fs', 'reboot-block'].map((pod) => k(['-n', TEAM, 'get', 'pod', pod, '-o', 'jsonpath={.status.containerStatuses[0].containerID}'])));
+        const containersBefore = await containers();
+        await nodeControl(env, M04, 'restart-kubelet');
+        // A new kubelet knows its pods again after its first sync: until then it refuses an exec of them.
+        const execUntil = (pod: string, script: string, want: string) =>
+          until(
+            `an exec in ${pod} after the kubelet's restart`,
+            2 * MINUTES,
+            () => k(['-n', TEAM, 'exec', pod, '--', '/nodejs/bin/node', '-e', script]).catch((e: Error) => e.message),
+            (o) => o === want,
+          );
+        t.is(
+          await execUntil('reboot-fs', "const fs=require('fs');fs.writeFileSync('/data/after-kubelet','x');console.log(fs.readFileSync('/data/who','utf8'))", 'before the reboot\n'),
+          'before the reboot\n',
+        );
+        t.is(
+          await execUntil(
+            'reboot-block',
+            "const fs=require('fs');const fd=fs.openSync('/dev/xvda','r');const b=Buffer.alloc(23);fs.readSync(fd,b,0,23,1<<20);console.log(b.toString())",
+            'block before the reboot\n',
+          ),
+          'block before the reboot\n',
+        );
+        await apply('reboot-fs-second', pvcPod(TEAM, 'reboot-fs-second', 'reboot-fs', fsScript, { node: M04, user: true }));
+        await running(TEAM, 'reboot-fs-second');
+        t.is(
+          await until(
+            'the second pod read',
+            MINUTES,
+            () => logs(TEAM, 'reboot-fs-second'),
+            (l) => l !== '',
+          ),
+          'found before the reboot\n',
+        );
+        await k(['-n', TEAM, 'delete', 'pod', 'reboot-fs-second', '--wait=true']);
+        t.deepEqual(await containers(), containersBefore, 'a container was restarted with the kubelet');
+
+        const stagedBefore = (await onNode(env, M04, ['sh', '-c', `cat ${DISK_DIR}/*.img.staged`])).trim().split('\n');
+        t.is(stagedBefore.length, 2, 'two volumes staged on m04');
+        const devices = stagedBefore.map((l) => (JSON.parse(l) as { device: string }).device);
+
+        await nodeControl(env, M04, 'stop');
+        const attached = (await onNode(env, M03, ['losetup', '--list', '--noheadings', '--output', 'NAME'])).split('\n').map((l) => l.trim());
+        t.deepEqual(
+          devices.filter((d) => attached.includes(d)),
+          [],
+          "m04's loop devices outlived its reboot",
+        );
+        await nodeControl(env, M04, 'start');
+
+        for (const pod of ['reboot-fs', 'reboot-block']) {
+          const found = await until(
+            `${pod} back on m04, reading what it wrote`,
+            8 * MINUTES,
+            async () => `${await podLine(TEAM, pod)} | ${await logs(TEAM, pod).catch(() => '')}`,
+            (l) => l.startsWith(`Running ${M04} `) && l.includes('| found '),
+          );
+          t.log(found);
+        }
+        for (const pod of ['reboot-fs', 'reboot-block']) {
+          await k(['-n', TEAM, 'delete', 'pod', pod, '--wait=true']);
+          await k(['-n', TEAM, 'delete', 'pvc', pod, '--wait=true']);
+        }
+      },
+    );
+  }
 
   // The nodes of this cluster share one kernel and each has its own disk1.img at the same path: the case
   // where a path says nothing of whose device it is (the node side and the agent match by inode and by the
