@@ -220,10 +220,10 @@ export class Cluster {
           () => false,
         ),
     );
-    this.startKubelet(n);
+    this.runKubelet(n);
   }
 
-  private startKubelet(n: NodeSpec): void {
+  private runKubelet(n: NodeSpec): void {
     this.start(`kubelet-${n.short}`, n.cgroup, `pid:${holderPid(n)}`, [
       this.nb.kubelet,
       `--config=${join(n.dir, 'kubelet.yaml')}`,
@@ -262,23 +262,36 @@ export class Cluster {
   }
 
   /**
-   * Restarts one node's kubelet alone, as `systemctl restart kubelet` would: containerd, the containers
-   * and every mount stay. Returns once the new kubelet has renewed the Node's status.
+   * Stops one node's kubelet alone, as `systemctl stop kubelet` would: containerd, the containers and
+   * every mount stay.
    */
-  async restartKubelet(name: string): Promise<void> {
+  async stopKubelet(name: string): Promise<void> {
     const n = this.node(name);
     const proc = this.procs.find((p) => p.name === `kubelet-${n.short}` && p.running);
     if (!proc) throw new Error(`the kubelet of ${n.name} is not running`);
     await proc.stop(10_000);
-    const stoppedAt = new Date();
-    this.startKubelet(n);
+    this.log(`the kubelet of ${n.name} stopped`);
+  }
+
+  /** Starts a node's kubelet stopped alone again; returns once it has renewed the Node's status. */
+  async startKubelet(name: string): Promise<void> {
+    const n = this.node(name);
+    if (this.procs.some((p) => p.name === `kubelet-${n.short}` && p.running)) throw new Error(`the kubelet of ${n.name} is running`);
+    const startedAt = Math.floor(Date.now() / 1000) * 1000;
+    this.runKubelet(n);
     await this.until(`the kubelet of ${n.name} reports again`, 120_000, async () => {
       const hb = await this.kubectl(['get', 'node', n.name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}']).catch(() => '');
-      return Date.parse(hb) >= Math.floor(stoppedAt.getTime() / 1000) * 1000;
+      return Date.parse(hb) >= startedAt;
     });
     const changed = await restoreSysctls(this.state.sysctls);
     if (changed.length) this.log(`restored kernel settings the kubelet changed: ${changed.join(', ')}`);
-    this.log(`the kubelet of ${n.name} restarted`);
+    this.log(`the kubelet of ${n.name} started`);
+  }
+
+  /** Restarts one node's kubelet alone, as `systemctl restart kubelet` would. */
+  async restartKubelet(name: string): Promise<void> {
+    await this.stopKubelet(name);
+    await this.startKubelet(name);
   }
 
   /** Starts a stopped node's containerd and kubelet again; returns once the Node is Ready. */

@@ -1,12 +1,13 @@
 // The running cluster's control socket (<dataDir>/control.sock): one line in ("stop <node>", "start
-// <node>", "restart-kubelet <node>" or "images"), one line out ("ok …" or "error: …"), so that a test or a
-// person can reboot one node, restart its kubelet, or load newly built images while `npm run cluster` keeps owning every process (its teardown then
+// <node>", "restart-kubelet|stop-kubelet|start-kubelet <node>" or "images"), one line out ("ok …" or
+// "error: …"), so that a test or a person can reboot one node, stop or restart its kubelet, or load newly
+// built images while `npm run cluster` keeps owning every process (its teardown then
 // ends them all, as always).
 import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 
 export const controlSocket = (dataDir: string) => join(dataDir, 'control.sock');
-export const NODE_ACTIONS = ['stop', 'start', 'restart-kubelet'] as const;
+export const NODE_ACTIONS = ['stop', 'start', 'restart-kubelet', 'stop-kubelet', 'start-kubelet'] as const;
 export type NodeAction = (typeof NODE_ACTIONS)[number];
 
 export interface ControlHandlers {
@@ -26,7 +27,7 @@ export function serveControl(dataDir: string, handle: ControlHandlers): Promise<
       const reply = (line: string) => conn.end(`${line}\n`);
       const failed = (err: Error) => reply(`error: ${err.message.replaceAll('\n', ' ')}`);
       if (action === 'images' && !node) return void handle.images().then((what) => reply(`ok ${what}`), failed);
-      if (!NODE_ACTIONS.includes(action as NodeAction) || !node) return reply(`error: expected "stop <node>", "start <node>", "restart-kubelet <node>" or "images", got "${buf.slice(0, nl)}"`);
+      if (!NODE_ACTIONS.includes(action as NodeAction) || !node) return reply(`error: expected "${NODE_ACTIONS.join('|')} <node>" or "images", got "${buf.slice(0, nl)}"`);
       handle.node(action as NodeAction, node).then(() => reply('ok'), failed);
     });
     conn.on('error', () => {});

@@ -184,7 +184,14 @@ async function main(): Promise<number> {
       say(`NodeDisks (${install}) running as pods ${((Date.now() - tw) / 1000).toFixed(1)} s after the nodes were Ready; ${((Date.now() - t0) / 1000).toFixed(1)} s in all`);
     }
     const control = await serveControl(dataDir, {
-      node: (action, node) => (action === 'stop' ? cluster.stopNode(node) : action === 'start' ? cluster.startStoppedNode(node) : cluster.restartKubelet(node)),
+      node: (action, node) =>
+        ({
+          stop: () => cluster.stopNode(node),
+          start: () => cluster.startStoppedNode(node),
+          'restart-kubelet': () => cluster.restartKubelet(node),
+          'stop-kubelet': () => cluster.stopKubelet(node),
+          'start-kubelet': () => cluster.startKubelet(node),
+        })[action](),
       images: () => cluster.reloadImages(),
     });
     process.once('exit', () => control.close());
@@ -196,7 +203,7 @@ The local cluster is up: ${NODE_NAMES.join(', ')}, disks in ${DISK_DIR} on each.
   kubectl get nodedisks
   npm run cluster:ssh -- node-disks-dev-m02 ls -l ${DISK_DIR}
   npm run cluster:node -- node-disks-dev-m04 stop    (then start: a node reboot)
-  npm run cluster:node -- node-disks-dev-m04 restart-kubelet
+  npm run cluster:node -- node-disks-dev-m04 restart-kubelet    (or stop-kubelet, then start-kubelet)
 
 Ctrl-C here stops it and removes everything it made.`);
     await new Promise(() => {});

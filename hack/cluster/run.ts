@@ -2,6 +2,7 @@
 // child process with its own data dir, its output watched, kubectl and cluster:ssh against it, polling
 // with generous deadlines (the machine is loaded), and the check that a teardown left the host exactly
 // as found.
+import type { NodeAction } from './control.ts';
 import type { ExecutionContext } from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
@@ -89,8 +90,8 @@ export function onNode(env: NodeJS.ProcessEnv, node: string, command: string[]):
   return sh(process.execPath, [SSH, node, ...command], { env });
 }
 
-/** `npm run cluster:node -- <node> stop|start|restart-kubelet`. */
-export function nodeControl(env: NodeJS.ProcessEnv, node: string, action: 'stop' | 'start' | 'restart-kubelet'): Promise<string> {
+/** `npm run cluster:node -- <node> <action>` (hack/cluster/control.ts NODE_ACTIONS). */
+export function nodeControl(env: NodeJS.ProcessEnv, node: string, action: NodeAction): Promise<string> {
   return sh(process.execPath, [NODE, node, action], { env, timeoutMs: 600_000 });
 }
 

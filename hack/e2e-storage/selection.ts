@@ -19,7 +19,7 @@ export const SKIPS: Skip[] = [
   {
     pattern: '\\[Disruptive\\]',
     reason:
-      "They stop and start the kubelet over SSH with systemctl; the local cluster's nodes have neither SSH nor systemd. test/e2e/_csi-suite.ts checks what the first of them checks (a volume written before a kubelet restart is read after it), and a node reboot, with npm run cluster:node; the cleanup of a pod deleted while its kubelet is down is not covered yet.",
+      "They stop and start the kubelet over SSH with systemctl; the local cluster's nodes have neither SSH nor systemd. test/e2e/_csi-suite.ts checks what they check with npm run cluster:node: a volume written before a kubelet restart is read after it, and pods deleted (gracefully and forced) while their kubelet is down are unmounted and unstaged when it returns; and a node reboot besides.",
   },
   {
     pattern: 'should not mount / map unused volumes',

@@ -442,6 +442,50 @@ ${SLEEP}`;
     );
   }
 
+  if (INSTALL === 'kustomize') {
+    test.serial(
+      "pods deleted (gracefully, and forced) while their node's kubelet is down are cleaned up when it returns: volumes unmounted and unstaged, disks wiped once their PVCs go",
+      async (t) => {
+        t.timeout(12 * MINUTES);
+        await apply('kd-fs', pvc(TEAM, 'kd-fs', '32Mi'));
+        await apply('kd-fs-pod', pvcPod(TEAM, 'kd-fs', 'kd-fs', `require('fs').writeFileSync('/data/x', 'x'); ${SLEEP}`, { node: M04, user: true }));
+        await apply('kd-block', pvc(TEAM, 'kd-block', '32Mi', 'Block'));
+        await apply('kd-block-pod', pvcPod(TEAM, 'kd-block', 'kd-block', SLEEP, { node: M04, block: true }));
+        await running(TEAM, 'kd-fs');
+        await running(TEAM, 'kd-block');
+        const pvs = [await pvOf(TEAM, 'kd-fs'), await pvOf(TEAM, 'kd-block')];
+        const disks = await Promise.all(pvs.map(diskOf));
+        const diskIDs = await Promise.all(disks.map((d) => k(['get', 'nodedisk', d, '-o', 'jsonpath={.spec.diskID}'])));
+        const leftOnNode = async () => {
+          const mounts = (await onNode(env, M04, ['cat', '/proc/self/mountinfo'])).split('\n').filter((l) => pvs.some((pv) => l.includes(pv)));
+          const staged = (await onNode(env, M04, ['ls', DISK_DIR])).split('\n').filter((f) => diskIDs.some((id) => f === `${id}.img.staged`));
+          return [...mounts, ...staged];
+        };
+        t.not((await leftOnNode()).length, 0, 'nothing of the volumes on the node to begin with (what this test stands for)');
+
+        await nodeControl(env, M04, 'stop-kubelet');
+        try {
+          await k(['-n', TEAM, 'delete', 'pod', 'kd-fs', '--wait=false']);
+          await k(['-n', TEAM, 'delete', 'pod', 'kd-block', '--grace-period=0', '--force']);
+        } finally {
+          await nodeControl(env, M04, 'start-kubelet');
+        }
+        await gone(t, 'the gracefully deleted pod gone', ['-n', TEAM, 'pod', 'kd-fs']);
+        const left = await until('the volumes unmounted and unstaged on m04', 4 * MINUTES, leftOnNode, (l) => l.length === 0);
+        t.deepEqual(left, []);
+        await k(['-n', TEAM, 'delete', 'pvc', 'kd-fs', 'kd-block', '--wait=true']);
+        for (const disk of disks) {
+          await until(
+            `${disk} wiped and free`,
+            2 * MINUTES,
+            () => k(['get', 'nodedisk', disk, '-o', 'jsonpath={.spec.desired.state} {.spec.desired.wipe} {.status.node.wipedFor} {.status.node.phase}']),
+            (l) => /^Available (pv-\S+) \1 Available$/.test(l.trim()),
+          );
+        }
+      },
+    );
+  }
+
   // The nodes of this cluster share one kernel and each has its own disk1.img at the same path: the case
   // where a path says nothing of whose device it is (the node side and the agent match by inode and by the
   // stage's record). Run with one install: it is the node side's, the same under both.
