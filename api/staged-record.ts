@@ -19,6 +19,9 @@ export const BOOT_ID_FILE = '/proc/sys/kernel/random/boot_id';
 /** A record is a few hundred bytes; anything larger is not one and is not read whole. */
 const RECORD_READ_LIMIT = 4096;
 
+/** The longest staging path a record may name (PATH_MAX). */
+const MAX_STAGING_PATH = 4096;
+
 /** A device or inode number pair as text, `major:minor`. */
 export type DeviceNumber = `${number}:${number}`;
 
@@ -69,6 +72,9 @@ export function parseStagedRecord(text: string): StagedRecord | undefined {
   if (
     typeof d.stagingPath !== 'string' ||
     !d.stagingPath.startsWith('/') ||
+    d.stagingPath.length > MAX_STAGING_PATH ||
+    // It reaches the agent's report and people's terminals: no control characters (escape sequences).
+    /[\0-\x1f\x7f]/.test(d.stagingPath) ||
     typeof d.device !== 'string' ||
     !/^\/dev\/loop\d+$/.test(d.device) ||
     typeof d.rdev !== 'string' ||

@@ -126,15 +126,10 @@ export class ControllerService {
     return out;
   }
 
-  /** The disks reserved for `owner` as the API server has them now (a consistent list by the owner field), refreshed into the cache. */
+  /** The disks reserved for `owner` as the API server has them now (a consistent list by the owner field), stored into the cache. */
   private async heldByServer(owner: string): Promise<NodeDisk[]> {
     const found = (await this.o.disks.list({ fieldSelector: `spec.desired.owner=${owner}` })).items;
-    const out: NodeDisk[] = [];
-    for (const nd of found) {
-      const fresh = nd.metadata.name ? await this.o.allocator.refresh(nd.metadata.name) : undefined;
-      if (fresh?.spec.desired?.state === 'Reserved' && fresh.spec.desired.owner === owner) out.push(fresh);
-    }
-    return out;
+    return found.map((nd) => this.o.allocator.store(nd)).filter((nd) => nd.spec.desired?.state === 'Reserved' && nd.spec.desired.owner === owner);
   }
 
   private async exclusive<T>(name: string, work: () => Promise<T>): Promise<T> {
@@ -252,7 +247,7 @@ export class ControllerService {
       let available = 0;
       let largest = 0;
       for (const nd of this.o.allocator.index.candidates(floor, node)) {
-        if (!freeForVolume(nd) || capacityOf(nd) < floor) continue;
+        if (!freeForVolume(nd)) continue;
         available += capacityOf(nd);
         largest = Math.max(largest, capacityOf(nd));
       }

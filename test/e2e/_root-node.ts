@@ -96,13 +96,14 @@ export async function otherNodesDevice(t: ExecutionContext, o: { dir: string; di
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
+  const exited = new Promise((r) => child.once('exit', r));
   const device = await new Promise<string>((resolve, reject) => {
     child.stdout.once('data', (b: Buffer) => resolve(b.toString().trim()));
     child.once('exit', (code) => reject(new Error(`the other node's process exited (${code}) before it attached its disk`)));
   });
   t.teardown(async () => {
     child.kill('SIGKILL');
-    await new Promise((r) => child.once('exit', r));
+    await exited;
     if ((await loopBackingFiles()).get(device)?.endsWith(`/${o.diskID}.img`)) execFileSync('losetup', ['--detach', device]);
   });
   return device;
