@@ -4,20 +4,18 @@
 // them; a person who may read NodeDisks (the controller's log, `kubectl nodedisks status claim/NAME`)
 // reads every disk counted by the first reason it does not fit ("0/9 disks fit: 4 reserved, …").
 // Shared by the controller's binder and the plugin.
-import { type NotFreeKind, notFree } from './free-disk.ts';
+import { type AgentView, agentNotAlive, type NotFreeKind, notFreeByRecord } from './free-disk.ts';
 import { quantityBytes } from './quantity.ts';
 import type { LabelSelector, NodeDiskClaim } from './v1alpha1/claim-types.ts';
 import type { NodeDisk } from './v1alpha1/types.ts';
 
-/** Why a disk does not fit a claim: it is not the one asked for, or not free (./free-disk.ts, its agent judged stale among those), or too small, or its agent is stale by its heartbeat now. */
+/** Why a disk does not fit a claim: it is not the one asked for, or may not go to a new holder (./free-disk.ts), or is too small. */
 export type Misfit = 'other-disk' | 'other-node' | 'selector' | NotFreeKind | 'too-small';
 
-export interface FitContext {
-  now: number;
-  /** For a node with no heartbeat Lease: a report older than this is stale (as the Ready condition judges). */
-  staleAfterMs: number;
-  /** A node's agent by its heartbeat Lease; `none` (or no function) judges it by its last report. */
-  liveness?: (node: string) => { kind: 'alive' | 'stale' | 'none' };
+/** The bytes a claim asks for at least (0 when it names no minCapacity). */
+export function minBytes(claim: NodeDiskClaim): number {
+  const min = claim.spec?.minCapacity;
+  return min !== undefined ? (quantityBytes(min) ?? 0) : 0;
 }
 
 /** Whether `labels` satisfy a metav1.LabelSelector (all of matchLabels and matchExpressions). */
@@ -45,36 +43,29 @@ export function selectorWords(s: LabelSelector): string {
   return [...labels, ...exprs].join(',');
 }
 
-/** Whether the agent that reports `nd` is stale: its heartbeat Lease expired, or with none, its report is old. */
-export function agentStale(nd: NodeDisk, ctx: FitContext): boolean {
-  const liveness = ctx.liveness?.(nd.spec.nodeName);
-  if (liveness?.kind === 'stale') return true;
-  if (liveness?.kind === 'alive') return false;
-  const seen = Date.parse(nd.status?.node?.lastSeenTime ?? '');
-  return !Number.isNaN(seen) && ctx.now - seen > ctx.staleAfterMs;
-}
-
-/** Why `nd` cannot serve `claim`, or undefined when it fits. */
-export function misfit(claim: NodeDiskClaim, nd: NodeDisk, ctx: FitContext): Misfit | undefined {
+/**
+ * Why `nd` cannot serve `claim`, or undefined when it fits: the claim's own filters (disk, node, selector),
+ * then the one predicate (./free-disk.ts) with the claim's size between its two parts, in the order the
+ * controller's index counts them (what the record says, what is too small, whose agent is stale now).
+ */
+export function misfit(claim: NodeDiskClaim, nd: NodeDisk, agents: AgentView): Misfit | undefined {
   const spec = claim.spec ?? {};
   if (spec.diskName !== undefined && spec.diskName !== nd.metadata.name) return 'other-disk';
   if (spec.nodeName !== undefined && spec.nodeName !== nd.spec.nodeName) return 'other-node';
   if (!matchesSelector(spec.selector, nd.metadata.labels)) return 'selector';
-  const why = notFree(nd);
+  const why = notFreeByRecord(nd);
   if (why) return why.kind;
-  const min = spec.minCapacity !== undefined ? quantityBytes(spec.minCapacity) : undefined;
-  if (min !== undefined && (nd.status?.node?.capacityBytes ?? 0) < min) return 'too-small';
-  if (agentStale(nd, ctx)) return 'stale';
-  return undefined;
+  if ((nd.status?.node?.capacityBytes ?? 0) < minBytes(claim)) return 'too-small';
+  return agentNotAlive(nd, agents)?.kind;
 }
 
 /** Every disk of `disks` counted once, by the first reason it does not fit `claim` (the controller reads the same off its index). */
-export function misfitCountsOf(claim: NodeDiskClaim, disks: Iterable<NodeDisk>, ctx: FitContext): { total: number; counts: Map<Misfit, number> } {
+export function misfitCountsOf(claim: NodeDiskClaim, disks: Iterable<NodeDisk>, agents: AgentView): { total: number; counts: Map<Misfit, number> } {
   let total = 0;
   const counts = new Map<Misfit, number>();
   for (const nd of disks) {
     total++;
-    const m = misfit(claim, nd, ctx);
+    const m = misfit(claim, nd, agents);
     if (m !== undefined) counts.set(m, (counts.get(m) ?? 0) + 1);
   }
   return { total, counts };
@@ -112,6 +103,8 @@ function misfitWords(m: Misfit, claim: NodeDiskClaim): string {
       return `smaller than ${claim.spec.minCapacity}`;
     case 'stale':
       return 'on nodes whose agent is stale';
+    case 'holds-data':
+      return 'holding the data of an earlier reservation';
   }
 }
 
@@ -141,4 +134,10 @@ export function tenantPendingLine(claim: NodeDiskClaim): string {
   const selector = s.selector !== undefined ? selectorWords(s.selector) : '';
   if (selector !== '') return `no free disk${size}${node} matches the selector ${selector}`;
   return `no free disk${size}${node}`;
+}
+
+/** What a claim's choice and its Pending line depend on besides the disks: claims with the same key get the same line. */
+export function filterKey(claim: NodeDiskClaim): string {
+  const s = claim.spec ?? {};
+  return JSON.stringify([s.diskName ?? null, s.nodeName ?? null, s.minCapacity ?? null, s.selector ?? null]);
 }

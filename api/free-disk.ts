@@ -1,14 +1,47 @@
-// Which disk may be handed out as free (by `reserve --node X` / `reserve -l …` without --all, and by
-// everything else that hands out disks): one that is really free and usable, and when none is, why not.
+// The one answer to "may this disk go to a new holder?", asked by every route that hands out a disk it
+// was not named (`reserve --node`/`-l`, NodeDiskClaims, PersistentVolumes) and by the plugin's `status`
+// when it says why (docs/adr/0043-one-notion-of-free.md). Each route adds only its own filters (size,
+// node, selector, class) around it.
+//
+// A disk may go to a new holder when it is free (not reserved, not being reserved by its label, not being
+// deleted), in service (not cordoned), not being wiped, holding no earlier owner's bytes, reported Available
+// with a size, on a node that exists and is the machine that reported it, and reported by an agent that is
+// alive. The last is the only part that changes with time alone: what the disk's record says
+// (`notFreeByRecord`, which the controller's index keeps per disk) comes first, then what the route knows
+// of the agents now (`agentNotAlive`).
 import { AUTO_OWNER, AUTO_RESERVE_VALUE, CONDITION, CORDONED_VALUE, LABEL_AUTO_RESERVE, LABEL_CORDONED, REASON_AGENT_STALE, REASON_NODE_GONE, REASON_NODE_REPLACED } from './constants.ts';
 import type { NodeDisk } from './v1alpha1/types.ts';
-import { pendingWipe } from './wipe.ts';
+import { holdsData, pendingWipe } from './wipe.ts';
 
 /** Why a disk is not free, as a kind to count by (a claim's Pending line). */
-export type NotFreeKind = 'deleting' | 'reserved' | 'wiping' | 'labelled' | 'cordoned' | 'node-gone' | 'node-replaced' | 'stale' | 'unreported' | 'phase' | 'unsized';
+export type NotFreeKind = 'deleting' | 'reserved' | 'wiping' | 'labelled' | 'cordoned' | 'node-gone' | 'node-replaced' | 'stale' | 'unreported' | 'phase' | 'unsized' | 'holds-data';
 
-/** Why `nd` cannot be handed out as a free disk, as a kind and in words; undefined when it can. */
-export function notFree(nd: NodeDisk): { kind: NotFreeKind; why: string } | undefined {
+export interface NotFree {
+  kind: NotFreeKind;
+  /** In words, after the disk's name: "is reserved by team-db". */
+  why: string;
+}
+
+/**
+ * What a route knows of the node agents beyond their disks' records: the controller's heartbeat view
+ * (controller/agent-liveness.ts), the plugin's read of the Leases. A route without one judges an agent by
+ * the Ready condition the controller writes on its disks.
+ */
+export interface AgentView {
+  now: number;
+  /** For a node with no heartbeat Lease: a report older than this is stale (as the Ready condition judges). */
+  staleAfterMs: number;
+  /** A node's agent by its heartbeat Lease; `none` (or no function) judges it by its last report. */
+  liveness?: (node: string) => { kind: 'alive' | 'stale' | 'none' };
+}
+
+/** Why `nd` may not go to a new holder, as a kind and in words; undefined when it may. */
+export function notFree(nd: NodeDisk, agents?: AgentView): NotFree | undefined {
+  return notFreeByRecord(nd) ?? agentNotAlive(nd, agents);
+}
+
+/** What the disk's own record says (the same until the object changes). */
+export function notFreeByRecord(nd: NodeDisk): NotFree | undefined {
   if (nd.metadata.deletionTimestamp) return { kind: 'deleting', why: 'is being deleted' };
   const d = nd.spec.desired;
   if (d?.state === 'Reserved') {
@@ -21,25 +54,42 @@ export function notFree(nd: NodeDisk): { kind: NotFreeKind; why: string } | unde
   if (nd.metadata.labels?.[LABEL_AUTO_RESERVE] === AUTO_RESERVE_VALUE) return { kind: 'labelled', why: `is labelled ${LABEL_AUTO_RESERVE}=true (being reserved by the label policy)` };
   // A person took it out of service (kubectl nodedisks cordon).
   if (nd.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE) return { kind: 'cordoned', why: `is cordoned (label ${LABEL_CORDONED}=true; kubectl nodedisks uncordon puts it back)` };
+  const ready = nd.status?.conditions?.find((c) => c.type === CONDITION.ready);
   // The controller found no Node of that name: the disk went with its machine (ADR 35).
-  if (nd.status?.conditions?.some((c) => c.type === CONDITION.ready && c.reason === REASON_NODE_GONE))
-    return { kind: 'node-gone', why: `is on node ${nd.spec.nodeName}, which is gone (no Node object)` };
-  if (nd.status?.conditions?.some((c) => c.type === CONDITION.ready && c.reason === REASON_NODE_REPLACED))
-    return { kind: 'node-replaced', why: `was found on another machine than node ${nd.spec.nodeName} is now (another Node UID)` };
+  if (ready?.reason === REASON_NODE_GONE) return { kind: 'node-gone', why: `is on node ${nd.spec.nodeName}, which is gone (no Node object)` };
+  if (ready?.reason === REASON_NODE_REPLACED) return { kind: 'node-replaced', why: `was found on another machine than node ${nd.spec.nodeName} is now (another Node UID)` };
   // The controller judged its agent stale: what the agent last reported (free, wiped, no data) may be out of date.
-  if (nd.status?.conditions?.some((c) => c.type === CONDITION.ready && c.reason === REASON_AGENT_STALE))
-    return { kind: 'stale', why: `is on node ${nd.spec.nodeName}, whose node agent is stale (its report may be out of date)` };
+  if (ready?.reason === REASON_AGENT_STALE) return { kind: 'stale', why: `is on node ${nd.spec.nodeName}, whose node agent is stale (its report may be out of date)` };
   const node = nd.status?.node;
   if (!node?.phase) return { kind: 'unreported', why: 'has not been reported by its node agent yet' };
   if (node.phase !== 'Available') return { kind: 'phase', why: `is in phase ${node.phase}${node.message ? ` (${node.message})` : ''}` };
   if (node.capacityBytes === undefined) return { kind: 'unsized', why: 'has no reported size' };
   if (node.capacityBytes <= 0) return { kind: 'unsized', why: 'is an empty (0-byte) image' };
+  // Released without a wipe (the seed's release, the label policy's without its annotation): a new holder
+  // would read, or a pod mount, the earlier owner's bytes (ADR 38). A person may still reserve it by name.
+  if (holdsData(nd))
+    return { kind: 'holds-data', why: `holds the data of an earlier reservation (kubectl nodedisks release ${nd.metadata.name} --wipe wipes it; reserving it by name takes it as it is)` };
   return undefined;
 }
 
-/** Why `nd` cannot be handed out as a free disk, or undefined when it can. */
-export function notFreeBecause(nd: NodeDisk): string | undefined {
-  return notFree(nd)?.why;
+/** What the route's view of the agents says now: stale, when its heartbeat Lease expired (or, with none, its report is old). */
+export function agentNotAlive(nd: NodeDisk, agents: AgentView | undefined): NotFree | undefined {
+  if (!agents || !agentStale(nd, agents)) return undefined;
+  return { kind: 'stale', why: `is on node ${nd.spec.nodeName}, whose node agent is stale (its heartbeat or last report is too old)` };
+}
+
+/** Whether the agent that reports `nd` is stale: its heartbeat Lease expired, or with none, its report is old. */
+export function agentStale(nd: NodeDisk, agents: AgentView): boolean {
+  const liveness = agents.liveness?.(nd.spec.nodeName);
+  if (liveness?.kind === 'stale') return true;
+  if (liveness?.kind === 'alive') return false;
+  const seen = Date.parse(nd.status?.node?.lastSeenTime ?? '');
+  return !Number.isNaN(seen) && agents.now - seen > agents.staleAfterMs;
+}
+
+/** Why `nd` may not go to a new holder, or undefined when it may. */
+export function notFreeBecause(nd: NodeDisk, agents?: AgentView): string | undefined {
+  return notFree(nd, agents)?.why;
 }
 
 export interface FreePick {
@@ -50,11 +100,11 @@ export interface FreePick {
 }
 
 /** Picks the first free disk by name (so a node's disks are handed out in a predictable order). */
-export function pickFree(candidates: NodeDisk[], label: (nd: NodeDisk) => string): FreePick {
+export function pickFree(candidates: NodeDisk[], label: (nd: NodeDisk) => string, agents?: AgentView): FreePick {
   const sorted = [...candidates].sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
   const skipped: string[] = [];
   for (const nd of sorted) {
-    const why = notFreeBecause(nd);
+    const why = notFreeBecause(nd, agents);
     if (why === undefined) return { disk: nd, skipped };
     skipped.push(`${label(nd)} ${why}`);
   }

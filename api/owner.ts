@@ -30,3 +30,8 @@ export function claimOwner(namespace: string, name: string): string {
 export function claimGone(nd: NodeDisk): boolean {
   return !!nd.status?.conditions?.some((c) => c.type === CONDITION.accepted && c.reason === REASON_CLAIM_GONE && c.observedGeneration === nd.metadata.generation);
 }
+
+/** The claim `namespace/name` a NodeDisk's owner names, if it is a claim's. */
+export function claimKeyOfOwner(owner: string | undefined): string | undefined {
+  return owner?.startsWith(CLAIM_OWNER_PREFIX) ? owner.slice(CLAIM_OWNER_PREFIX.length) : undefined;
+}

@@ -43,9 +43,7 @@ export type ReserveOutcome =
   /** The only fitting disks are being reserved by this program's other workers: look again soon. */
   | { kind: 'busy' }
   /** Every attempt met a disk that changed since it was chosen: look again soon. */
-  | { kind: 'conflicts' }
-  /** The caller's own check before an attempt said no (`admit`). */
-  | { kind: 'refused'; message: string; retryMs?: number };
+  | { kind: 'conflicts' };
 
 export interface ReserveRequest {
   holder: Holder;
@@ -53,13 +51,6 @@ export interface ReserveRequest {
   candidates: () => Iterable<NodeDisk>;
   /** Whether a disk (as the cache has it now) may be given to this holder. */
   fits: (nd: NodeDisk) => boolean;
-  /**
-   * Asked before each attempt, with nothing awaited between it and the write's start: a refusal ends the
-   * request (a namespace at its limit, say).
-   */
-  admit?: () => { message: string; retryMs?: number } | undefined;
-  /** Told when a write for this request starts and ends (what the caller counts as in flight). */
-  writing?: (started: boolean) => void;
 }
 
 export class Allocator {
@@ -98,8 +89,6 @@ export class Allocator {
   /** Reserves the first fitting candidate for the holder, conditional on the version it was chosen from. */
   async reserve(r: ReserveRequest): Promise<ReserveOutcome> {
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const refusal = r.admit?.();
-      if (refusal) return { kind: 'refused', ...refusal };
       let pick: NodeDisk | undefined;
       let busy = false;
       for (const seen of r.candidates()) {
@@ -113,32 +102,46 @@ export class Allocator {
         break;
       }
       if (!pick) return busy ? { kind: 'busy' } : { kind: 'none' };
-      const name = pick.metadata.name ?? '';
-      this.inFlight.add(name);
-      r.writing?.(true);
-      try {
-        // force: the default Available belongs to the agent (ADR 4); the resourceVersion keeps force from
-        // taking a disk anyone wrote since it was chosen.
-        const updated = await this.o.disks.apply(
-          {
-            apiVersion: API_VERSION,
-            kind: KIND,
-            metadata: { name, resourceVersion: pick.metadata.resourceVersion },
-            spec: { desired: { state: 'Reserved', owner: r.holder.owner, ownerUID: r.holder.ownerUID } },
-          },
-          { fieldManager: this.o.fieldManager, force: true },
-        );
-        return { kind: 'reserved', disk: this.store(updated) };
-      } catch (err) {
-        if (!isStaleVersionConflict(err) && !isApiError(err, 404)) throw err;
-        this.o.log.debug('the NodeDisk changed since it was chosen; choosing again', { owner: r.holder.owner, nodeDisk: name, attempt });
-        await this.refresh(name);
-      } finally {
-        this.inFlight.delete(name);
-        r.writing?.(false);
-      }
+      const disk = await this.reserveDisk(pick, r.holder);
+      if (disk) return { kind: 'reserved', disk };
+      this.o.log.debug('the NodeDisk changed since it was chosen; choosing again', { owner: r.holder.owner, nodeDisk: pick.metadata.name, attempt });
     }
     return { kind: 'conflicts' };
+  }
+
+  /** Whether one of this program's workers is reserving the disk right now. */
+  busy(name: string): boolean {
+    return this.inFlight.has(name);
+  }
+
+  /**
+   * Reserves `pick` (as the cache has it) for the holder, conditional on the version it was chosen from:
+   * the disk as the API server returned it, or undefined when anyone wrote it since (the cache then has a
+   * fresh read, so the next choice sees what won). Marked busy from the call on, before anything is awaited.
+   */
+  async reserveDisk(pick: NodeDisk, holder: Holder): Promise<NodeDisk | undefined> {
+    const name = pick.metadata.name ?? '';
+    this.inFlight.add(name);
+    try {
+      // force: the default Available belongs to the agent (ADR 4); the resourceVersion keeps force from
+      // taking a disk anyone wrote since it was chosen.
+      const updated = await this.o.disks.apply(
+        {
+          apiVersion: API_VERSION,
+          kind: KIND,
+          metadata: { name, resourceVersion: pick.metadata.resourceVersion },
+          spec: { desired: { state: 'Reserved', owner: holder.owner, ownerUID: holder.ownerUID } },
+        },
+        { fieldManager: this.o.fieldManager, force: true },
+      );
+      return this.store(updated);
+    } catch (err) {
+      if (!isStaleVersionConflict(err) && !isApiError(err, 404)) throw err;
+      await this.refresh(name);
+      return undefined;
+    } finally {
+      this.inFlight.delete(name);
+    }
   }
 
   /**

@@ -8,6 +8,9 @@
 // - Binding is a server-side apply of spec.desired {Reserved, owner} conditional on the resourceVersion the
 //   disk was chosen from: if anyone (a person, the label policy, another claim) wrote the disk since, the
 //   API server refuses it and the claim chooses again from a fresh read (ADR 11).
+// - Each look at a claim gathers what its caches say, asks ./claim-decision.ts (a pure function) for the
+//   one next step, and performs it: one write and the event the decision names. A step that leaves more
+//   to do (finalizer, then disk, then status) is followed by another gather, in the same look.
 // - Idempotent: status is computed from the claim and the disks, and written only when it differs.
 // - A finalizer on the claim: its deletion (or its namespace's) releases the disk, unless reclaimPolicy is
 //   Retain.
@@ -16,20 +19,22 @@
 import type { Histogram } from '../lib/runtime/prom-client.ts';
 import type { NodeDiskClaimClient } from '../api/claim-client.ts';
 import type { NodeDiskClient } from '../api/client.ts';
-import { disksFitLine, tenantPendingLine } from '../api/claim-fit.ts';
-import { ANNOTATION_MAX_DISKS, API_VERSION, CLAIM_FINALIZER, CLAIM_KIND, FIELD_MANAGER } from '../api/constants.ts';
-import { claimOwner } from '../api/owner.ts';
-import { claimWipeToken } from '../api/wipe.ts';
-import type { NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
+import { disksFitLine, filterKey, minBytes } from '../api/claim-fit.ts';
+import { API_VERSION, CLAIM_FINALIZER, CLAIM_KIND, FIELD_MANAGER } from '../api/constants.ts';
+import type { AgentView } from '../api/free-disk.ts';
+import { claimKeyOfOwner, claimOwner } from '../api/owner.ts';
+import type { NodeDiskClaim } from '../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import { Informer, keyOfNamespaced } from '../lib/kube/informer.ts';
 import { WorkQueue } from '../lib/kube/workqueue.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import type { AgentHeartbeats } from './agent-liveness.ts';
-import { type EventRecorder, type ObjectRef, refOf } from './events.ts';
-import { boundStatus, claimKeyOfOwner, type FitContext, filterKey, lostStatus, minBytes, misfit, misfitCounts, pendingStatus, sameClaimStatus } from './claim-fit.ts';
-import { Allocator } from './allocator.ts';
+import { type EventRecorder, refOf } from './events.ts';
+import { Allocator, MAX_ATTEMPTS } from './allocator.ts';
+import { type Candidate, type ClaimDecision, type ClaimEvent, type ClaimFacts, decideClaim, holds } from './claim-decision.ts';
+import { misfitCounts } from './claim-misfit-counts.ts';
+import { sameClaimStatus } from './claim-status.ts';
 import type { FreeDiskIndex } from './free-disk-index.ts';
 import { NamespaceLimits } from './namespace-limits.ts';
 
@@ -52,6 +57,9 @@ export interface BinderOptions {
   /** A claim is gone (`claim:<namespace>/<name>`): the NodeDisks reserved for it say whether they are Released. */
   onClaimGone?: (owner: string) => void;
 }
+
+/** Steps of one look at a claim (a new claim takes three: finalizer, disk, status); past them it is looked at again later. */
+const MAX_STEPS = 12;
 
 export class Binder {
   readonly queue = new WorkQueue({ baseDelayMs: 200, maxDelayMs: 5 * 60_000 });
@@ -77,7 +85,9 @@ export class Binder {
    * that ask the same share one look (and one count over the disks, for the log) until a disk or an
    * agent changes. The Pending line itself depends on the filter only (api/claim-fit.ts).
    */
-  private readonly noFit = new Map<string, { line: string; disks?: string }>();
+  private readonly noFit = new Map<string, string>();
+  /** The cluster-wide line (`0/9 disks fit: …`) for those filters, for the log, counted once per generation too. */
+  private readonly noFitCounts = new Map<string, string>();
   private noFitGeneration = -1;
 
   constructor(o: BinderOptions) {
@@ -205,217 +215,152 @@ export class Binder {
     }
   }
 
-  private ctx(): FitContext {
+  private agents(): AgentView {
     const hb = this.o.heartbeats;
     return { now: Date.now(), staleAfterMs: this.o.staleAfterMs, ...(hb ? { liveness: (node: string) => hb.liveness(node) } : {}) };
   }
 
-  /**
-   * The disks `claim` holds, by name (as the cache has them: the index only says where to look): reserved
-   * for its owner and its UID. A reservation with no UID (written before the binder recorded one) is the
-   * claim's only when the claim's own status names that disk: the object that was bound, never one created
-   * again under its name (whose status starts empty).
-   */
-  private held(claim: NodeDiskClaim, owner: string): NodeDisk[] {
-    const out: NodeDisk[] = [];
-    for (const name of this.index.reservedFor(owner)) {
-      const nd = this.o.diskInformer.cache.get(name);
-      if (nd?.spec.desired?.state === 'Reserved' && nd.spec.desired.owner === owner && holds(claim, nd)) out.push(nd);
-    }
-    return out.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
-  }
-
-  /** The index holds what the cache holds (see Allocator.syncIndex). */
-  private syncIndex(): void {
-    this.allocator.syncIndex();
-  }
-
-  /** One claim; returns ms after which to look again, if it should. */
+  /** One claim: gather, decide, act, until a step leaves nothing more to do now; returns ms after which to look again, if it should. */
   async reconcile(key: string): Promise<number | undefined> {
-    const claim = this.informer.cache.get(key);
-    if (!claim) return undefined;
-    // Nothing is judged before both caches are known: a disk would look free, or a binding gone.
-    if (!this.o.diskInformer.hasSynced || !this.limits.hasSynced || (this.o.heartbeats && !this.o.heartbeats.hasSynced)) return 1000;
-    const ns = claim.metadata.namespace ?? '';
-    const name = claim.metadata.name ?? '';
-    const owner = claimOwner(ns, name);
-    this.syncIndex();
-    let held = this.held(claim, owner);
-
-    if (claim.metadata.deletionTimestamp) {
-      if (!claim.metadata.finalizers?.includes(CLAIM_FINALIZER)) return undefined;
-      if (claim.spec?.reclaimPolicy !== 'Retain') {
-        // Delete means what it means for a PersistentVolume: the data goes before the disk is free again.
-        const wipe = claimWipeToken(claim.metadata.uid);
-        for (const nd of held) {
-          if (await this.release(nd, `claim ${key} deleted`, wipe))
-            this.event(
-              claim,
-              nd,
-              'Normal',
-              'Released',
-              'Release',
-              `claim deleted: NodeDisk ${nd.metadata.name} on node ${nd.spec.nodeName} released; its node agent wipes it before it is free again`,
-            );
-        }
-      } else if (held.length > 0) {
-        this.o.log.info('claim deleted with reclaimPolicy Retain: its disk stays reserved', { claim: key, nodeDisk: held[0]!.metadata.name });
-        const nd = held[0]!;
-        this.event(claim, nd, 'Normal', 'Retained', 'Retain', `claim deleted with reclaimPolicy Retain: NodeDisk ${nd.metadata.name} on node ${nd.spec.nodeName} stays reserved for ${owner}`);
-      }
-      await this.setFinalizer(claim, false);
-      return undefined;
+    let conflicts = 0;
+    for (let step = 0; step < MAX_STEPS; step++) {
+      const claim = this.informer.cache.get(key);
+      if (!claim) return undefined;
+      // Nothing is judged before both caches are known: a disk would look free, or a binding gone.
+      if (!this.o.diskInformer.hasSynced || !this.limits.hasSynced || (this.o.heartbeats && !this.o.heartbeats.hasSynced)) return 1000;
+      // From here to the bind's write nothing is awaited: the namespace's count and the binds under way
+      // are the truth for this worker and the others.
+      const facts = this.gather(claim);
+      const next = await this.act(claim, facts, decideClaim(facts));
+      if (next === 'conflict') {
+        if (++conflicts >= MAX_ATTEMPTS) return 200;
+      } else if (next !== 'again') return next;
     }
-    if (!claim.metadata.finalizers?.includes(CLAIM_FINALIZER)) await this.setFinalizer(claim, true);
-    // A reservation from before the binder recorded the claim's UID gets it now: from then on it is this object's.
-    held = await Promise.all(held.map((nd) => (nd.spec.desired?.ownerUID ? nd : this.adopt(claim, owner, nd))));
-    held = held.filter((nd) => nd.spec.desired?.state === 'Reserved' && nd.spec.desired.owner === owner && holds(claim, nd));
-
-    // One disk per claim: a second one (a bind whose answer was lost, then tried again) goes back.
-    if (held.length > 1) {
-      const keep = held.find((nd) => nd.metadata.name === claim.status?.diskName) ?? held[0]!;
-      for (const nd of held) if (nd !== keep) await this.release(nd, `claim ${key} holds ${keep.metadata.name} already`);
-      held = [keep];
-    }
-
-    const ctx = this.ctx();
-    const now = new Date(ctx.now);
-    let status: NodeDiskClaimStatus;
-    if (held.length === 1) {
-      status = boundStatus(claim, held[0]!, ctx, now);
-    } else if (claim.status?.phase === 'Bound' || claim.status?.phase === 'Lost') {
-      // A binding is never moved to another disk by itself: the data is on the one it had.
-      const was = claim.status.diskName ?? '';
-      const nd = this.o.diskInformer.cache.get(was);
-      const why = nd ? `NodeDisk ${was} is no longer reserved for this claim (its owner is ${nd.spec.desired?.owner || 'none'})` : `NodeDisk ${was} is gone`;
-      status = lostStatus(claim, why, now);
-    } else {
-      const bound = await this.bind(claim, owner, ctx);
-      if (bound.disk) status = boundStatus(claim, bound.disk, ctx, now);
-      else if (bound.retryMs !== undefined) return bound.retryMs;
-      else status = pendingStatus(claim, bound.message, now);
-    }
-    if (!sameClaimStatus(claim.status, status)) {
-      const updated = await this.o.claims.applyStatus({ apiVersion: API_VERSION, kind: CLAIM_KIND, metadata: { name, namespace: ns }, status }, { fieldManager: FIELD_MANAGER.controller });
-      this.informer.storeOwnWrite(updated);
-      // The cluster-wide count goes to the log, for the people who may read NodeDisks, never to the team.
-      const disks = status.phase === 'Pending' ? { disks: this.disksFit(claim, ctx) } : {};
-      if (status.phase !== claim.status?.phase || status.message !== claim.status?.message)
-        this.o.log.info(`claim ${status.phase}`, { claim: key, nodeDisk: status.diskName, message: status.message, ...disks });
-      this.phaseEvent(updated, claim.status, status);
-    }
-    return undefined;
+    return 1000;
   }
 
-  /** The event a status change is worth: a new phase, or a new Pending line. */
-  private phaseEvent(claim: NodeDiskClaim, was: NodeDiskClaimStatus | undefined, now: NodeDiskClaimStatus): void {
-    const disk = now.diskName !== undefined ? this.o.diskInformer.cache.get(now.diskName) : undefined;
-    if (now.phase === 'Bound' && was?.phase !== 'Bound') {
-      const created = Date.parse(claim.metadata.creationTimestamp ?? '');
-      if ((was?.phase === undefined || was.phase === 'Pending') && !Number.isNaN(created)) this.o.bindSeconds?.observe(Math.max(0, Date.now() - created) / 1000);
-      this.event(claim, disk, 'Normal', 'Bound', 'Bind', `bound to NodeDisk ${now.diskName} on node ${now.nodeName} (${now.path})`);
-    } else if (now.phase === 'Pending' && (was?.phase !== 'Pending' || was.message !== now.message)) {
-      this.event(claim, undefined, 'Warning', 'FailedBinding', 'Bind', now.message ?? 'no disk fits');
-    } else if (now.phase === 'Lost' && was?.phase !== 'Lost') {
-      this.event(claim, disk, 'Warning', 'Lost', 'Observe', `${now.message}: the claim stays Lost until a person acts (it is never moved to another disk)`);
+  /** What the caches say about a claim: the disks reserved for it, its namespace's limit, the candidates. */
+  private gather(claim: NodeDiskClaim): ClaimFacts {
+    this.allocator.syncIndex();
+    const ns = claim.metadata.namespace ?? '';
+    const owner = claimOwner(ns, claim.metadata.name ?? '');
+    const cache = this.o.diskInformer.cache;
+    const reserved: NodeDisk[] = [];
+    for (const name of this.index.reservedFor(owner)) {
+      const nd = cache.get(name);
+      if (nd) reserved.push(nd);
+    }
+    reserved.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+    if (this.noFitGeneration !== this.index.generation) {
+      this.noFit.clear();
+      this.noFitCounts.clear();
+      this.noFitGeneration = this.index.generation;
+    }
+    const agents = this.agents();
+    const diskName = claim.status?.diskName;
+    return {
+      claim,
+      owner,
+      reserved,
+      named: diskName !== undefined ? cache.get(diskName) : undefined,
+      limit: this.limits.limit(ns),
+      heldInNamespace: this.index.reservedForNamespace(ns),
+      bindsInFlight: this.inFlightByNamespace.get(ns) ?? 0,
+      knownNoFit: this.noFit.get(filterKey(claim)),
+      candidates: this.candidates(claim),
+      agents,
+      now: new Date(agents.now),
+    };
+  }
+
+  /**
+   * The smallest free disk that is big enough, then by name: as the PV binder, a claim gets no more than it
+   * asked for, and the large disks stay for the claims that need them; among equal disks, a node's are
+   * handed out in a predictable order (as reserve does). Lazy: a bound claim never reads them.
+   */
+  private *candidates(claim: NodeDiskClaim): Iterable<Candidate> {
+    const spec = claim.spec ?? {};
+    const cache = this.o.diskInformer.cache;
+    const seen = spec.diskName !== undefined ? [cache.get(spec.diskName)] : this.index.candidates(minBytes(claim), spec.nodeName);
+    for (const s of seen) {
+      const disk = s && cache.get(s.metadata.name ?? '');
+      if (disk) yield { disk, busy: this.allocator.busy(disk.metadata.name ?? '') };
+    }
+  }
+
+  /** Performs one decision: 'again' when there is more to do now, 'conflict' when a bind lost its disk to another writer. */
+  private async act(claim: NodeDiskClaim, facts: ClaimFacts, d: ClaimDecision): Promise<number | undefined | 'again' | 'conflict'> {
+    const key = keyOfNamespaced(claim);
+    switch (d.kind) {
+      case 'none':
+        return undefined;
+      case 'retry':
+        return d.afterMs;
+      case 'finalizer':
+        if (d.event?.reason === 'Retained') this.o.log.info('claim deleted with reclaimPolicy Retain: its disk stays reserved', { claim: key, nodeDisk: d.event.disk?.metadata.name });
+        this.event(claim, d.event);
+        await this.setFinalizer(claim, d.present);
+        return d.present ? 'again' : undefined;
+      case 'adopt': {
+        const adopted = await this.allocator.adopt(d.disk, { owner: facts.owner, ownerUID: claim.metadata.uid ?? '' });
+        if (adopted.spec.desired?.ownerUID === claim.metadata.uid) this.o.log.info('recorded the claim UID on its reservation', { claim: key, nodeDisk: d.disk.metadata.name });
+        return 'again';
+      }
+      case 'release': {
+        if (!(await this.allocator.release(d.disk, { why: d.why, ...(d.wipe ? { wipe: d.wipe } : {}) }))) return 200;
+        this.event(claim, d.event);
+        return 'again';
+      }
+      case 'bind': {
+        const ns = claim.metadata.namespace ?? '';
+        this.inFlightByNamespace.set(ns, (this.inFlightByNamespace.get(ns) ?? 0) + 1);
+        let disk: NodeDisk | undefined;
+        try {
+          disk = await this.allocator.reserveDisk(d.disk, { owner: facts.owner, ownerUID: claim.metadata.uid ?? '' });
+        } finally {
+          const n = (this.inFlightByNamespace.get(ns) ?? 1) - 1;
+          if (n > 0) this.inFlightByNamespace.set(ns, n);
+          else this.inFlightByNamespace.delete(ns);
+        }
+        if (!disk) return 'conflict';
+        this.o.log.info('claim bound', { claim: key, nodeDisk: disk.metadata.name, node: disk.spec.nodeName });
+        return 'again';
+      }
+      default: {
+        const status = d.status;
+        if (d.noDiskFits && status.message !== undefined) this.noFit.set(filterKey(claim), status.message);
+        if (sameClaimStatus(claim.status, status)) return undefined;
+        const metadata = { name: claim.metadata.name ?? '', namespace: claim.metadata.namespace ?? '' };
+        const updated = await this.o.claims.applyStatus({ apiVersion: API_VERSION, kind: CLAIM_KIND, metadata, status }, { fieldManager: FIELD_MANAGER.controller });
+        this.informer.storeOwnWrite(updated);
+        // The cluster-wide count goes to the log, for the people who may read NodeDisks, never to the team.
+        const disks = status.phase === 'Pending' ? { disks: this.disksFit(claim, facts.agents) } : {};
+        if (status.phase !== claim.status?.phase || status.message !== claim.status?.message)
+          this.o.log.info(`claim ${status.phase}`, { claim: key, nodeDisk: status.diskName, message: status.message, ...disks });
+        const created = Date.parse(claim.metadata.creationTimestamp ?? '');
+        if (d.event?.reason === 'Bound' && (claim.status?.phase === undefined || claim.status.phase === 'Pending') && !Number.isNaN(created))
+          this.o.bindSeconds?.observe(Math.max(0, Date.now() - created) / 1000);
+        this.event(updated, d.event);
+        return undefined;
+      }
     }
   }
 
   /** Best effort, and not waited for: a binding is never slowed by its event. */
-  private event(claim: NodeDiskClaim, nd: NodeDisk | undefined, type: 'Normal' | 'Warning', reason: string, action: string, note: string): void {
-    if (!this.o.events) return;
-    const related: ObjectRef | undefined = nd ? refOf(nd) : undefined;
-    void this.o.events.recordAbout(refOf(claim, CLAIM_KIND), related, type, reason, action, note);
-  }
-
-  /**
-   * Reserves a disk that fits for `owner`, or says why none does. `retryMs` when the only fitting disks are
-   * being bound by other workers right now (look again soon rather than write Pending for a moment).
-   */
-  private async bind(claim: NodeDiskClaim, owner: string, ctx: FitContext): Promise<{ disk?: NodeDisk; message: string; retryMs?: number }> {
-    const spec = claim.spec ?? {};
-    const filter = filterKey(claim);
-    const min = minBytes(claim);
-    const ns = claim.metadata.namespace ?? '';
-    const outcome = await this.allocator.reserve({
-      holder: { owner, ownerUID: claim.metadata.uid ?? '' },
-      // The namespace's limit first: from here to the write's start nothing is awaited, so the count and
-      // the binds under way are the truth for this worker and the others.
-      admit: () => {
-        const limit = this.limits.limit(ns);
-        if (limit.kind === 'invalid')
-          return {
-            message: `the annotation ${ANNOTATION_MAX_DISKS} of namespace ${ns} is ${JSON.stringify(limit.value)}, not a whole number: no disk is bound for its claims until a cluster admin corrects it`,
-          };
-        if (limit.kind === 'max') {
-          const holds = this.index.reservedForNamespace(ns);
-          if (holds >= limit.disks)
-            return {
-              message: `namespace ${ns} holds ${holds} of the ${limit.disks} disks its annotation ${ANNOTATION_MAX_DISKS} allows (retained disks count too): delete a claim, or ask a cluster admin to free a retained disk or raise the limit`,
-            };
-          if (holds + (this.inFlightByNamespace.get(ns) ?? 0) >= limit.disks) return { message: '', retryMs: 100 };
-        }
-        if (this.noFitGeneration !== this.index.generation) {
-          this.noFit.clear();
-          this.noFitGeneration = this.index.generation;
-        }
-        const known = this.noFit.get(filter);
-        return known !== undefined ? { message: known.line } : undefined;
-      },
-      // The smallest free disk that is big enough, then by name: as the PV binder, a claim gets no more than
-      // it asked for, and the large disks stay for the claims that need them; among equal disks, a node's
-      // are handed out in a predictable order (as reserve does).
-      candidates: () => {
-        if (spec.diskName === undefined) return this.index.candidates(min, spec.nodeName);
-        const named = this.o.diskInformer.cache.get(spec.diskName);
-        return named ? [named] : [];
-      },
-      fits: (nd) => misfit(claim, nd, ctx) === undefined,
-      writing: (started) => {
-        const n = (this.inFlightByNamespace.get(ns) ?? 0) + (started ? 1 : -1);
-        if (n > 0) this.inFlightByNamespace.set(ns, n);
-        else this.inFlightByNamespace.delete(ns);
-      },
-    });
-    switch (outcome.kind) {
-      case 'reserved':
-        this.o.log.info('claim bound', { claim: keyOfNamespaced(claim), nodeDisk: outcome.disk.metadata.name, node: outcome.disk.spec.nodeName });
-        return { disk: outcome.disk, message: '' };
-      case 'refused':
-        return { message: outcome.message, ...(outcome.retryMs !== undefined ? { retryMs: outcome.retryMs } : {}) };
-      case 'busy':
-        return { message: '', retryMs: 100 };
-      case 'conflicts':
-        return { message: '', retryMs: 200 };
-      case 'none': {
-        const message = tenantPendingLine(claim);
-        this.noFit.set(filter, { line: message });
-        return { message };
-      }
-    }
+  private event(claim: NodeDiskClaim, e: ClaimEvent | undefined): void {
+    if (!this.o.events || !e) return;
+    void this.o.events.recordAbout(refOf(claim, CLAIM_KIND), e.disk ? refOf(e.disk) : undefined, e.type, e.reason, e.action, e.note);
   }
 
   /** Why no disk fits `claim`, every disk counted (`0/9 disks fit: …`), once per filter and index generation. */
-  private disksFit(claim: NodeDiskClaim, ctx: FitContext): string {
+  private disksFit(claim: NodeDiskClaim, agents: AgentView): string {
     const filter = filterKey(claim);
-    const entry = this.noFit.get(filter);
-    if (entry?.disks !== undefined && this.noFitGeneration === this.index.generation) return entry.disks;
-    const { total, counts } = misfitCounts(claim, this.index, ctx);
+    const known = this.noFitCounts.get(filter);
+    if (known !== undefined && this.noFitGeneration === this.index.generation) return known;
+    const { total, counts } = misfitCounts(claim, this.index, agents);
     const disks = disksFitLine(claim, total, counts);
-    if (entry && this.noFitGeneration === this.index.generation) entry.disks = disks;
+    if (this.noFitGeneration === this.index.generation) this.noFitCounts.set(filter, disks);
     return disks;
-  }
-
-  /** Records the claim's UID on a reservation it holds from before UIDs were recorded. */
-  private async adopt(claim: NodeDiskClaim, owner: string, nd: NodeDisk): Promise<NodeDisk> {
-    const adopted = await this.allocator.adopt(nd, { owner, ownerUID: claim.metadata.uid ?? '' });
-    if (adopted.spec.desired?.ownerUID === claim.metadata.uid) this.o.log.info('recorded the claim UID on its reservation', { claim: keyOfNamespaced(claim), nodeDisk: nd.metadata.name });
-    return adopted;
-  }
-
-  /** Back to Available (with a wipe request if `wipe`), if still reserved as `nd` says. True when this released it. */
-  private release(nd: NodeDisk, why: string, wipe?: string): Promise<boolean> {
-    return this.allocator.release(nd, { why, ...(wipe ? { wipe } : {}) });
   }
 
   /** Adds or removes the controller's finalizer, by server-side apply of it alone (other finalizers stay). */
@@ -424,11 +369,4 @@ export class Binder {
     const updated = await this.o.claims.apply({ apiVersion: API_VERSION, kind: CLAIM_KIND, metadata }, { fieldManager: FIELD_MANAGER.controller });
     if (present || updated.metadata.finalizers?.length) this.informer.storeOwnWrite(updated);
   }
-}
-
-/** Whether `nd`, reserved for the claim's owner, is this claim's: its UID, or none recorded and the claim's status names it. */
-export function holds(claim: NodeDiskClaim, nd: NodeDisk): boolean {
-  const uid = nd.spec.desired?.ownerUID;
-  if (uid) return uid === claim.metadata.uid;
-  return claim.status?.diskName !== undefined && claim.status.diskName === nd.metadata.name;
 }

@@ -9,7 +9,7 @@
 // candidate it takes from here against the cache and the claim before it writes, and the write is
 // conditional on the version it chose from.
 import { CLAIM_OWNER_PREFIX } from '../api/constants.ts';
-import { type NotFreeKind, notFree } from '../api/free-disk.ts';
+import { type NotFreeKind, notFreeByRecord } from '../api/free-disk.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 
 interface Entry {
@@ -108,7 +108,7 @@ export class FreeDiskIndex {
       name,
       node: disk.spec.nodeName,
       disk,
-      notFree: notFree(disk)?.kind,
+      notFree: notFreeByRecord(disk)?.kind,
       capacity: disk.status?.node?.capacityBytes ?? 0,
       owner: desired?.state === 'Reserved' ? desired.owner : undefined,
     };

@@ -1,7 +1,8 @@
 // node-disks-csi's flags: one program, two sides (`controller`, `node`), parsed with yargs as the other
 // daemons' (unknown flags are errors, exit 2).
 import yargs from 'yargs';
-import { DEFAULT_DISK_DIR } from '../api/constants.ts';
+import { DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE } from '../api/constants.ts';
+import { parseDuration } from '../lib/runtime/duration.ts';
 import { nodeNameProblem } from '../api/names.ts';
 import { parseAddress } from '../lib/runtime/server.ts';
 import { parseLevel, type Level } from '../lib/runtime/log.ts';
@@ -15,6 +16,10 @@ export interface ControllerSideConfig {
   logLevel: Level;
   watchList: boolean;
   identity: string;
+  /** Namespace of the agents' heartbeat Leases: a disk of a node whose Lease expired goes to no volume. */
+  agentLeaseNamespace: string;
+  /** For a node with no heartbeat Lease: a report older than this makes its disks go to no volume. */
+  staleAfterMs: number;
 }
 
 export interface NodeSideConfig {
@@ -57,10 +62,28 @@ export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.
       )
         .option('csi-address', { type: 'string', default: env.CSI_ADDRESS ?? '/csi/csi.sock', describe: 'Unix socket to serve CSI on (shared with csi-provisioner)' })
         .option('identity', { type: 'string', default: env.POD_NAME ?? 'node-disks-csi-controller', defaultDescription: '$POD_NAME', describe: 'Name in logs and the user agent' })
-        .requiresArg(['csi-address', 'kubeconfig', 'http-address', 'log-level', 'identity']),
+        .option('agent-lease-namespace', {
+          type: 'string',
+          default: env.POD_NAMESPACE ?? DEFAULT_SYSTEM_NAMESPACE,
+          defaultDescription: `$POD_NAMESPACE or ${DEFAULT_SYSTEM_NAMESPACE}`,
+          describe: "Namespace of the agents' heartbeat Leases: no volume is given a disk of a node whose Lease expired",
+        })
+        .option('agent-stale-after', {
+          type: 'string',
+          default: env.AGENT_STALE_AFTER ?? '15m',
+          describe: 'For a node with no heartbeat Lease (an agent older than it): no volume is given its disks once its report is older than this',
+        })
+        .requiresArg(['csi-address', 'kubeconfig', 'http-address', 'log-level', 'identity', 'agent-lease-namespace', 'agent-stale-after']),
     ).parseSync();
     stopIfHelp(a);
-    return { side, csiAddress: socketPath(a['csi-address']), identity: a.identity, ...daemonConfig(a) };
+    return {
+      side,
+      csiAddress: socketPath(a['csi-address']),
+      identity: a.identity,
+      agentLeaseNamespace: a['agent-lease-namespace'],
+      staleAfterMs: parseDuration(a['agent-stale-after'], '--agent-stale-after'),
+      ...daemonConfig(a),
+    };
   }
   const a = strictFlags(
     yargs(argv.slice(1))

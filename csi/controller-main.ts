@@ -4,6 +4,7 @@ import pkg from '../package.json' with { type: 'json' };
 import { NodeDiskClient } from '../api/client.ts';
 import { FIELD_MANAGER } from '../api/constants.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
+import { AgentHeartbeats } from '../controller/agent-liveness.ts';
 import { Allocator } from '../controller/allocator.ts';
 import { leanNodeDisk } from '../controller/cache.ts';
 import { Informer } from '../lib/kube/informer.ts';
@@ -33,12 +34,16 @@ export async function runControllerSide(config: ControllerSideConfig, log: Logge
     { log: log.with({ loop: 'informer' }), transform: leanNodeDisk, ...(config.watchList ? {} : { watchList: false }) },
   );
   const allocator = new Allocator({ disks, diskInformer: informer, fieldManager: FIELD_MANAGER.csiController, log });
+  // The agents' heartbeats, as the claims binder reads them: a disk of a node whose agent stopped goes to
+  // no volume, whether or not the controller has said so on the disk yet (or runs at all).
+  const heartbeats = new AgentHeartbeats({ rest, namespace: config.agentLeaseNamespace, log, watchList: config.watchList, onChange: () => {} });
+  const agents = () => ({ now: Date.now(), staleAfterMs: config.staleAfterMs, liveness: (node: string) => heartbeats.liveness(node) });
   const notReady = () => {
     if (!informer.hasSynced) return `NodeDisk informer not synced${informer.error ? `: ${informer.error.message}` : ''}`;
     if (informer.error) return `cannot list or watch NodeDisks: ${informer.error.message}`;
-    return undefined;
+    return heartbeats.readiness();
   };
-  const service = new ControllerService({ allocator, disks, log, notReady });
+  const service = new ControllerService({ allocator, disks, log, notReady, agents });
   const server = await ops({ address: config.httpAddress, registry: new Registry(), healthz: () => undefined, readyz: notReady });
   const stop = await serve(
     config.csiAddress,
@@ -49,7 +54,7 @@ export async function runControllerSide(config: ControllerSideConfig, log: Logge
     log,
   );
   log.info('serving CSI', { side: 'controller', csiAddress: config.csiAddress, httpPort: server.port });
-  await informer.run(stopping);
+  await Promise.all([informer.run(stopping), heartbeats.run(stopping)]);
   await stop();
   await server.close();
 }

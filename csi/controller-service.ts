@@ -8,8 +8,7 @@
 // after any restart; a call repeated after its answer was lost gets the same answer.
 import { createHash } from 'node:crypto';
 import { CSI_TOPOLOGY_KEY, PV_OWNER_PREFIX } from '../api/constants.ts';
-import { notFree } from '../api/free-disk.ts';
-import { holdsData } from '../api/wipe.ts';
+import { type AgentView, notFree } from '../api/free-disk.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -30,6 +29,8 @@ export interface ControllerServiceOptions {
   log: Logger;
   /** Why the service cannot answer yet (its informer has not synced), or undefined. */
   notReady: () => string | undefined;
+  /** The agents' heartbeats as this program sees them; without, an agent is judged by its disks' Ready condition. */
+  agents?: () => AgentView;
 }
 
 /** The owner string of a PV's reservation. */
@@ -77,14 +78,6 @@ function nodesOf(req: CreateVolumeRequest): string[] | undefined {
 
 function topologyOf(nd: NodeDisk): Topology[] {
   return [{ segments: { [CSI_TOPOLOGY_KEY]: nd.spec.nodeName } }];
-}
-
-/**
- * Whether a disk may become a PV: free, and holding no earlier owner's bytes (a disk released without a
- * wipe keeps them, ADR 38; a pod would mount the old filesystem as its own).
- */
-export function freeForVolume(nd: NodeDisk): boolean {
-  return notFree(nd) === undefined && !holdsData(nd);
 }
 
 function capacityOf(nd: NodeDisk): number {
@@ -158,11 +151,12 @@ export class ControllerService {
     }
     const holder = { owner, ownerUID: pvOwnerUID(req.name) };
     const alloc = this.o.allocator;
+    const agents = this.o.agents?.();
     for (const node of nodes ?? [undefined]) {
       const outcome = await alloc.reserve({
         holder,
         candidates: () => alloc.index.candidates(min, node),
-        fits: (nd) => freeForVolume(nd) && fitsSize(nd) && (node === undefined || nd.spec.nodeName === node),
+        fits: (nd) => (node === undefined || nd.spec.nodeName === node) && fitsSize(nd) && notFree(nd, agents) === undefined,
       });
       if (outcome.kind === 'reserved') {
         this.o.log.info('volume provisioned', { volume: req.name, nodeDisk: outcome.disk.metadata.name, node: outcome.disk.spec.nodeName, bytes: capacityOf(outcome.disk) });
@@ -246,8 +240,9 @@ export class ControllerService {
       const floor = minDiskBytes(req.volume_capabilities);
       let available = 0;
       let largest = 0;
+      const agents = this.o.agents?.();
       for (const nd of this.o.allocator.index.candidates(floor, node)) {
-        if (!freeForVolume(nd)) continue;
+        if (notFree(nd, agents)) continue;
         available += capacityOf(nd);
         largest = Math.max(largest, capacityOf(nd));
       }

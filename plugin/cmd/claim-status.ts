@@ -3,7 +3,8 @@
 // NAME…` prints disks. A Pending claim's status says only what the team's own filters ask; a reader who
 // may also list NodeDisks gets every disk counted by why it does not fit, as the controller judges it
 // (api/claim-fit.ts).
-import { type FitContext, disksFitLine, misfitCountsOf } from '../../api/claim-fit.ts';
+import { disksFitLine, misfitCountsOf } from '../../api/claim-fit.ts';
+import type { AgentView } from '../../api/free-disk.ts';
 import type { NodeDiskClaim } from '../../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
@@ -39,7 +40,7 @@ async function disksFit(session: Session, c: NodeDiskClaim, judge: AgentJudge): 
   if (!disks) return undefined;
   const now = Date.now();
   const leases = await judge.leases();
-  const ctx: FitContext = {
+  const agents: AgentView = {
     now,
     staleAfterMs: judge.staleMs,
     // Leases not readable: each agent is judged by its last report, as the controller does for a node without one.
@@ -52,7 +53,7 @@ async function disksFit(session: Session, c: NodeDiskClaim, judge: AgentJudge): 
           },
         }),
   };
-  const { total, counts } = misfitCountsOf(c, disks, ctx);
+  const { total, counts } = misfitCountsOf(c, disks, agents);
   return disksFitLine(c, total, counts);
 }
 

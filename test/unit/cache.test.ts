@@ -6,7 +6,8 @@ import { ANNOTATION_WIPE_ON_RELEASE, AUTO_OWNER, LABEL_AUTO_RESERVE, LABEL_DISK,
 import type { NodeDiskClaimSpec } from '../../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { leanNodeDisk } from '../../controller/cache.ts';
-import { boundStatus, misfit } from '../../controller/claim-fit.ts';
+import { misfit } from '../../api/claim-fit.ts';
+import { boundStatus } from '../../controller/claim-status.ts';
 import { controllerStatus, readyCondition } from '../../controller/conditions.ts';
 import { decide } from '../../controller/policy.ts';
 import { fullNodeDisk, newClaim } from '../../hack/lib/nodedisks.ts';

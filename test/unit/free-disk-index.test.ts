@@ -4,7 +4,8 @@ import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDiskClaimSpec } from '../../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { misfitCountsOf } from '../../api/claim-fit.ts';
-import { filterKey, type Misfit, misfit, misfitCounts } from '../../controller/claim-fit.ts';
+import { filterKey, type Misfit, misfit } from '../../api/claim-fit.ts';
+import { misfitCounts } from '../../controller/claim-misfit-counts.ts';
 import { FreeDiskIndex } from '../../controller/free-disk-index.ts';
 import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';
 

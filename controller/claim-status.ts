@@ -1,65 +1,10 @@
-// What the claims binder decides, as pure functions of a claim and the NodeDisks it sees: how many disks
-// do not fit a claim and why (read off the binder's index; the words and the per-disk judgement are
-// api/claim-fit.ts's, shared with the plugin); and the claim's status from the disk it holds, or from
-// the Pending line its team reads. See docs/adr/0034-node-disk-claims.md.
-import { type FitContext, type Misfit, agentStale, misfit } from '../api/claim-fit.ts';
-import { CLAIM_CONDITION, CLAIM_OWNER_PREFIX, CONDITION, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../api/constants.ts';
-import { quantityBytes } from '../api/quantity.ts';
+// A NodeDiskClaim's status as the binder writes it, from the disk it holds (Bound, with Ready from that
+// disk's report), from the line its team reads (Pending), or from the disk it lost (Lost); and whether a
+// status already says what another says (write only on change). See docs/adr/0034-node-disk-claims.md.
+import { type AgentView, agentStale } from '../api/free-disk.ts';
+import { CLAIM_CONDITION, CONDITION, REASON_NODE_GONE, REASON_NODE_REPLACED } from '../api/constants.ts';
 import type { NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
 import type { Condition, ConditionStatus, NodeDisk } from '../api/v1alpha1/types.ts';
-import type { FreeDiskIndex } from './free-disk-index.ts';
-
-export { type FitContext, type Misfit, agentStale, matchesSelector, misfit } from '../api/claim-fit.ts';
-
-/** The bytes a claim asks for at least (0 when it names no minCapacity). */
-export function minBytes(claim: NodeDiskClaim): number {
-  const min = claim.spec?.minCapacity;
-  return min !== undefined ? (quantityBytes(min) ?? 0) : 0;
-}
-
-/** What a claim's choice and its Pending line depend on besides the disks: claims with the same key get the same line. */
-export function filterKey(claim: NodeDiskClaim): string {
-  const s = claim.spec ?? {};
-  return JSON.stringify([s.diskName ?? null, s.nodeName ?? null, s.minCapacity ?? null, s.selector ?? null]);
-}
-
-/**
- * Every disk the index holds counted once, by the first reason it does not fit `claim` (as `misfit`
- * judges), for the cluster-wide line (api/claim-fit.ts disksFitLine) that the controller logs. Without a selector most of it is read off the index's counts: what is
- * on other nodes, what is not free and why, what is free but too small; only the free disks big enough
- * are looked at one by one (for their agent). A selector can only be judged disk by disk, on the claim's
- * node if it names one.
- */
-export function misfitCounts(claim: NodeDiskClaim, index: FreeDiskIndex, ctx: FitContext): { total: number; counts: Map<Misfit, number> } {
-  const spec = claim.spec ?? {};
-  const total = index.count();
-  const counts = new Map<Misfit, number>();
-  const add = (m: Misfit | undefined, n = 1) => {
-    if (m !== undefined && n > 0) counts.set(m, (counts.get(m) ?? 0) + n);
-  };
-  if (spec.diskName !== undefined) {
-    const nd = index.disk(spec.diskName);
-    add('other-disk', total - (nd ? 1 : 0));
-    if (nd) add(misfit(claim, nd, ctx));
-    return { total, counts };
-  }
-  const node = spec.nodeName;
-  if (node !== undefined) add('other-node', total - index.count(node));
-  if (spec.selector !== undefined) {
-    for (const nd of index.disks(node)) add(misfit(claim, nd, ctx));
-    return { total, counts };
-  }
-  for (const [kind, n] of index.notFreeCounts(node)) add(kind, n);
-  const min = minBytes(claim);
-  add('too-small', index.freeSmallerThan(min, node));
-  for (const nd of index.candidates(min, node)) add(misfit(claim, nd, ctx));
-  return { total, counts };
-}
-
-/** The claim `namespace/name` a NodeDisk's owner names, if it is a claim's. */
-export function claimKeyOfOwner(owner: string | undefined): string | undefined {
-  return owner?.startsWith(CLAIM_OWNER_PREFIX) ? owner.slice(CLAIM_OWNER_PREFIX.length) : undefined;
-}
 
 export interface ReadyVerdict {
   status: ConditionStatus;
@@ -68,7 +13,7 @@ export interface ReadyVerdict {
 }
 
 /** Whether the disk a claim holds is ready for use: its marker is on the node, as its agent reports. */
-export function claimReady(nd: NodeDisk, ctx: FitContext): ReadyVerdict {
+export function claimReady(nd: NodeDisk, agents: AgentView): ReadyVerdict {
   const node = nd.status?.node;
   const where = `on node ${nd.spec.nodeName}`;
   // The machine the disk was on is gone, or another one holds the name now (ADR 35): whatever its agent
@@ -86,7 +31,7 @@ export function claimReady(nd: NodeDisk, ctx: FitContext): ReadyVerdict {
       reason: REASON_NODE_REPLACED,
       message: `node ${nd.spec.nodeName} is another machine now (another Node UID): the disk was on the machine before, not on this one; its reservation stays until a person releases it`,
     };
-  if (node?.phase && agentStale(nd, ctx)) return { status: 'Unknown', reason: 'AgentStale', message: `the node agent ${where} is stale; its report (${node.phase}) may be out of date` };
+  if (node?.phase && agentStale(nd, agents)) return { status: 'Unknown', reason: 'AgentStale', message: `the node agent ${where} is stale; its report (${node.phase}) may be out of date` };
   if (node?.phase === 'Reserved') return { status: 'True', reason: 'MarkerOnNode', message: `the reservation marker of ${nd.spec.path} is ${where}` };
   if (node?.phase === 'Missing') return { status: 'False', reason: 'DiskMissing', message: `disk image ${nd.spec.path} is missing ${where}` };
   if (node?.phase === 'Error') return { status: 'False', reason: 'AgentError', message: node.message || `the node agent ${where} reports an error` };
@@ -104,11 +49,11 @@ const timestamp = (now: Date) => now.toISOString().replace(/\.\d+Z$/, 'Z');
 const NEEDS_A_PERSON = new Set(['DiskMissing', 'AgentError', REASON_NODE_GONE, REASON_NODE_REPLACED]);
 
 /** Status of a claim that holds `nd`. */
-export function boundStatus(claim: NodeDiskClaim, nd: NodeDisk, ctx: FitContext, now: Date): NodeDiskClaimStatus {
+export function boundStatus(claim: NodeDiskClaim, nd: NodeDisk, agents: AgentView, now: Date): NodeDiskClaimStatus {
   const generation = claim.metadata.generation ?? 0;
   const prev = claim.status?.conditions;
   const ts = timestamp(now);
-  const ready = claimReady(nd, ctx);
+  const ready = claimReady(nd, agents);
   const name = nd.metadata.name ?? '';
   const capacity = nd.status?.node?.capacityBytes;
   return {
