@@ -24,7 +24,7 @@ import { ensureMarker, markerState, removeMarker } from './markers.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { observedStatus, statusChanged } from './observe.ts';
 import { addProtection, isProtected, removeProtection } from './protection.ts';
-import { wipeImage } from './wipe.ts';
+import { wipeImage } from './wipe-image.ts';
 
 /** The agent's NodeDisks as the informer keeps them (see Informer.storeOwnWrite). */
 export interface DiskCache {

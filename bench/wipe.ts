@@ -1,5 +1,5 @@
 // How long the agent's wipe of a disk image takes (ADR 38), as a function of the image's size and of how
-// much of it the previous owner wrote: agent/wipe.ts on real sparse files in a temporary dir of this
+// much of it the previous owner wrote: agent/wipe-image.ts on real sparse files in a temporary dir of this
 // machine's disk, each image written with WRITTEN MiB of data (spread over it) and synced first, then
 // wiped RUNS times from a fresh write. Also the same image zeroed by writing, what a device without
 // discard would need, for comparison (ZERO=0 skips it).
@@ -8,7 +8,7 @@
 import { mkdtemp, open, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { wipeImage } from '../agent/wipe.ts';
+import { wipeImage } from '../agent/wipe-image.ts';
 import { quantile } from './lib/samples.ts';
 import { startRecord } from './lib/results.ts';
 

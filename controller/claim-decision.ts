@@ -1,6 +1,6 @@
 // What the claims binder does next for one claim, as one pure function of what it gathered: the claim, the
 // disks reserved for its owner, its namespace's limit, and the candidates (the model is ./policy.ts).
-// `Binder.reconcile` (./claims.ts) gathers from its caches, asks `decideClaim` once, performs the one
+// `Binder.reconcile` (./claim-binder.ts) gathers from its caches, asks `decideClaim` once, performs the one
 // write the decision names and emits the event it names; a decision that leaves more to do (a new claim:
 // its finalizer, then a disk, then its status) is followed by another gather and decision.
 //
@@ -12,7 +12,7 @@ import type { AgentView } from '../api/free-disk.ts';
 import { claimWipeToken } from '../api/wipe.ts';
 import type { NodeDiskClaim, NodeDiskClaimStatus } from '../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
-import { boundStatus, lostStatus, pendingStatus } from './claim-status.ts';
+import { boundStatus, lostStatus, pendingStatus } from './claim-phase.ts';
 import type { DiskLimit } from './namespace-limits.ts';
 
 export interface Candidate {

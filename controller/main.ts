@@ -8,7 +8,7 @@ import { configuredOrExit, opsServerOrExit, shutdownSignal } from '../lib/runtim
 import { createLogger } from '../lib/runtime/log.ts';
 import { cgroupMemoryLimit, heapProblem } from '../lib/runtime/memory.ts';
 import { parseControllerConfig } from './config.ts';
-import { Binder } from './claims.ts';
+import { Binder } from './claim-binder.ts';
 import { Controller } from './controller.ts';
 import { EventRecorder } from './events.ts';
 import { AgentHeartbeats } from './agent-liveness.ts';

@@ -1,5 +1,5 @@
 // The claim/NAME form of `kubectl nodedisks status` (./status.ts): a claim's words and, once Bound, the
-// PersistentVolumeClaim a pod would use instead (../claim.ts), one claim after the other, as `status
+// PersistentVolumeClaim a pod would use instead (../claim-model.ts), one claim after the other, as `status
 // NAME…` prints disks. A Pending claim's status says only what the team's own filters ask; a reader who
 // may also list NodeDisks gets every disk counted by why it does not fit, as the controller judges it
 // (api/claim-fit.ts).
@@ -9,7 +9,7 @@ import type { NodeDiskClaim } from '../../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import type { Lease } from '../../lib/kube/lease.ts';
-import { claimName, describeClaim } from '../claim.ts';
+import { claimName, describeClaim } from '../claim-model.ts';
 import type { Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import { escapeControl } from '../escape.ts';

@@ -2,13 +2,13 @@
 // [--reclaim-policy Delete|Retain] [--wait [--timeout 60s]] [-o name|yaml|json] [--dry-run=client|server]:
 // creates a NodeDiskClaim (quiet as kubectl create: one "nodediskclaim.localtest.example.com/NAME created"
 // line) and, with --wait, waits until the controller bound it and the disk's marker is on the node, then
-// prints the node and the disk image's path. What the claim says (claim.ts) is pure; here, the requests.
+// prints the node and the disk image's path. What the claim says (../claim-model.ts) is pure; here, the requests.
 import type { CommandSpec } from '../args.ts';
 import { FIELD_MANAGER } from '../../api/constants.ts';
 import type { NodeDiskClaim } from '../../api/v1alpha1/claim-types.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { Backoff, sleep } from '../../lib/runtime/backoff.ts';
-import { boundLine, claimFromFlags, claimReason, claimRef, claimUsable, type ClaimSpecFlags } from '../claim.ts';
+import { boundLine, claimFromFlags, claimReason, claimRef, claimUsable, type ClaimSpecFlags } from '../claim-model.ts';
 import { durationFlag, type Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import { escapeControl } from '../escape.ts';

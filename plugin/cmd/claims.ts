@@ -6,7 +6,7 @@ import type { CommandSpec } from '../args.ts';
 import { claimsPath } from '../../api/claim-client.ts';
 import type { NodeDiskClaim } from '../../api/v1alpha1/claim-types.ts';
 import { listPages } from '../../lib/kube/pager.ts';
-import { claimRef, type ClaimTable } from '../claim.ts';
+import { claimRef, type ClaimTable } from '../claim-model.ts';
 import type { Session } from '../context.ts';
 import { usageError } from '../errors.ts';
 import { tableCellText } from '../escape.ts';

@@ -14,7 +14,7 @@ import { DNS_SUBDOMAIN_PATTERN } from '../../api/names.ts';
 import type { Session } from '../context.ts';
 import { EXIT, PluginError, usageError } from '../errors.ts';
 import { checkDirStaysInside, claimFile, type DiskChange, missingInCluster, planClaim, planOverlay, planUnclaim, removePlanned, writePlanned } from '../gitops/overlay.ts';
-import { claimFromFlags, type ClaimSpecFlags } from '../claim.ts';
+import { claimFromFlags, type ClaimSpecFlags } from '../claim-model.ts';
 import { hasSelection, resolveTargets } from '../select.ts';
 import { validateOwner } from '../reserve/plan.ts';
 

@@ -7,7 +7,7 @@ import type { NodeDiskClaimSpec } from '../../api/v1alpha1/claim-types.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { leanNodeDisk } from '../../controller/cache.ts';
 import { misfit } from '../../api/claim-fit.ts';
-import { boundStatus } from '../../controller/claim-status.ts';
+import { boundStatus } from '../../controller/claim-phase.ts';
 import { controllerStatus, readyCondition } from '../../controller/conditions.ts';
 import { decide } from '../../controller/policy.ts';
 import { fullNodeDisk, newClaim } from '../../hack/lib/nodedisks.ts';

@@ -4,7 +4,7 @@ import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { disksFitLine, misfitCountsOf, tenantPendingLine } from '../../api/claim-fit.ts';
 import { matchesSelector, type Misfit, misfit } from '../../api/claim-fit.ts';
-import { boundStatus, lostStatus, pendingStatus, sameClaimStatus } from '../../controller/claim-status.ts';
+import { boundStatus, lostStatus, pendingStatus, sameClaimStatus } from '../../controller/claim-phase.ts';
 import { parseLimit } from '../../controller/namespace-limits.ts';
 import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';
 

@@ -149,3 +149,27 @@ test('the README links nothing outside the repository', (t) => {
     [],
   );
 });
+
+test('every product file is at most 400 lines', (t) => {
+  const long = PRODUCT.flatMap((d) => sourceFiles(join(REPO_ROOT, d)))
+    .map((f) => ({ f: relative(REPO_ROOT, f), lines: readFileSync(f, 'utf8').split('\n').length - 1 }))
+    .filter((x) => x.lines > 400)
+    .map((x) => `${x.f}: ${x.lines}`);
+  t.deepEqual(long, []);
+});
+
+// A program's own entry, flags, metrics, errors, wire types and server are its by their folder; any other
+// name belongs to one concept, in one home.
+const PER_PROGRAM = new Set(['main.ts', 'config.ts', 'metrics.ts', 'errors.ts', 'types.ts', 'server.ts', 'flags.ts']);
+
+test('no two product files share a name, but for the files each program has of its own (main, config, metrics, …)', (t) => {
+  const byName = new Map<string, string[]>();
+  for (const f of PRODUCT.flatMap((d) => sourceFiles(join(REPO_ROOT, d)))) {
+    const name = f.split('/').pop()!;
+    if (!PER_PROGRAM.has(name)) byName.set(name, [...(byName.get(name) ?? []), relative(REPO_ROOT, f)]);
+  }
+  t.deepEqual(
+    [...byName.values()].filter((paths) => paths.length > 1),
+    [],
+  );
+});

@@ -1,10 +1,10 @@
-// The pure parts of the plugin's claim commands (plugin/claim.ts, plugin/cmd/claims.ts): the selector and
+// The pure parts of the plugin's claim commands (plugin/claim-model.ts, plugin/cmd/claims.ts): the selector and
 // spec a command line means, the words of a claim's status, the PVC pointer for pods, the table rows, completion.
 import test from 'ava';
 import { load } from 'js-yaml';
 import type { NodeDiskClaim } from '../../api/v1alpha1/claim-types.ts';
 import { COMMANDS } from '../../plugin/cli.ts';
-import { claimFromFlags, claimName, claimReason, claimUsable, describeClaim, parseLabelSelector, pvcPointer } from '../../plugin/claim.ts';
+import { claimFromFlags, claimName, claimReason, claimUsable, describeClaim, parseLabelSelector, pvcPointer } from '../../plugin/claim-model.ts';
 import { claimTableRows } from '../../plugin/cmd/claims.ts';
 import { complete } from '../../plugin/cmd/completion.ts';
 import type { CommandSpec } from '../../plugin/args.ts';

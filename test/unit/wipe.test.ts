@@ -1,10 +1,10 @@
-// agent/wipe.ts on real files: the bytes go, the size stays, and nothing but the regular image is touched.
+// agent/wipe-image.ts on real files: the bytes go, the size stays, and nothing but the regular image is touched.
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, open, readFile, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { wipeImage } from '../../agent/wipe.ts';
+import { wipeImage } from '../../agent/wipe-image.ts';
 
 const MiB = 2 ** 20;
 

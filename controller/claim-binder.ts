@@ -34,7 +34,7 @@ import { type EventRecorder, refOf } from './events.ts';
 import { Allocator, MAX_ATTEMPTS } from './allocator.ts';
 import { type Candidate, type ClaimDecision, type ClaimEvent, type ClaimFacts, decideClaim, holds } from './claim-decision.ts';
 import { misfitCounts } from './claim-misfit-counts.ts';
-import { sameClaimStatus } from './claim-status.ts';
+import { sameClaimStatus } from './claim-phase.ts';
 import type { FreeDiskIndex } from './free-disk-index.ts';
 import { NamespaceLimits } from './namespace-limits.ts';
 
