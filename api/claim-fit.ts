@@ -103,8 +103,6 @@ function misfitWords(m: Misfit, claim: NodeDiskClaim): string {
       return `smaller than ${claim.spec.minCapacity}`;
     case 'stale':
       return 'on nodes whose agent is stale';
-    case 'holds-data':
-      return 'holding the data of an earlier reservation';
   }
 }
 

@@ -4,17 +4,19 @@
 // node, selector, class) around it.
 //
 // A disk may go to a new holder when it is free (not reserved, not being reserved by its label, not being
-// deleted), in service (not cordoned), not being wiped, holding no earlier owner's bytes, reported Available
-// with a size, on a node that exists and is the machine that reported it, and reported by an agent that is
-// alive. The last is the only part that changes with time alone: what the disk's record says
+// deleted), in service (not cordoned), not being wiped (no earlier owner's bytes once a wipe was asked
+// for), reported Available with a size, on a node that exists and is the machine that reported it, and
+// reported by an agent that is alive. Bytes kept on purpose (a release without --wipe, ADR 38) go to the
+// next holder as they are, except to a PersistentVolume, which needs a blank disk to format: that is
+// the CSI route's own filter, as its size is. The last is the only part that changes with time alone: what the disk's record says
 // (`notFreeByRecord`, which the controller's index keeps per disk) comes first, then what the route knows
 // of the agents now (`agentNotAlive`).
 import { AUTO_OWNER, AUTO_RESERVE_VALUE, CONDITION, CORDONED_VALUE, LABEL_AUTO_RESERVE, LABEL_CORDONED, REASON_AGENT_STALE, REASON_NODE_GONE, REASON_NODE_REPLACED } from './constants.ts';
 import type { NodeDisk } from './v1alpha1/types.ts';
-import { holdsData, pendingWipe } from './wipe.ts';
+import { pendingWipe } from './wipe.ts';
 
 /** Why a disk is not free, as a kind to count by (a claim's Pending line). */
-export type NotFreeKind = 'deleting' | 'reserved' | 'wiping' | 'labelled' | 'cordoned' | 'node-gone' | 'node-replaced' | 'stale' | 'unreported' | 'phase' | 'unsized' | 'holds-data';
+export type NotFreeKind = 'deleting' | 'reserved' | 'wiping' | 'labelled' | 'cordoned' | 'node-gone' | 'node-replaced' | 'stale' | 'unreported' | 'phase' | 'unsized';
 
 export interface NotFree {
   kind: NotFreeKind;
@@ -65,10 +67,6 @@ export function notFreeByRecord(nd: NodeDisk): NotFree | undefined {
   if (node.phase !== 'Available') return { kind: 'phase', why: `is in phase ${node.phase}${node.message ? ` (${node.message})` : ''}` };
   if (node.capacityBytes === undefined) return { kind: 'unsized', why: 'has no reported size' };
   if (node.capacityBytes <= 0) return { kind: 'unsized', why: 'is an empty (0-byte) image' };
-  // Released without a wipe (the seed's release, the label policy's without its annotation): a new holder
-  // would read, or a pod mount, the earlier owner's bytes (ADR 38). A person may still reserve it by name.
-  if (holdsData(nd))
-    return { kind: 'holds-data', why: `holds the data of an earlier reservation (kubectl nodedisks release ${nd.metadata.name} --wipe wipes it; reserving it by name takes it as it is)` };
   return undefined;
 }
 

@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import { CSI_TOPOLOGY_KEY, PV_OWNER_PREFIX } from '../api/constants.ts';
 import { type AgentView, notFree } from '../api/free-disk.ts';
+import { holdsData } from '../api/wipe.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -78,6 +79,15 @@ function nodesOf(req: CreateVolumeRequest): string[] | undefined {
 
 function topologyOf(nd: NodeDisk): Topology[] {
   return [{ segments: { [CSI_TOPOLOGY_KEY]: nd.spec.nodeName } }];
+}
+
+/**
+ * The CSI route's own filter beside the one predicate: a disk that may go to a new holder and holds no
+ * earlier owner's bytes (a disk released without a wipe keeps them, ADR 38): the node side formats only a
+ * blank disk, and a pod would otherwise mount the old filesystem as its own.
+ */
+function blank(nd: NodeDisk): boolean {
+  return !holdsData(nd);
 }
 
 function capacityOf(nd: NodeDisk): number {
@@ -156,7 +166,7 @@ export class ControllerService {
       const outcome = await alloc.reserve({
         holder,
         candidates: () => alloc.index.candidates(min, node),
-        fits: (nd) => (node === undefined || nd.spec.nodeName === node) && fitsSize(nd) && notFree(nd, agents) === undefined,
+        fits: (nd) => (node === undefined || nd.spec.nodeName === node) && fitsSize(nd) && blank(nd) && notFree(nd, agents) === undefined,
       });
       if (outcome.kind === 'reserved') {
         this.o.log.info('volume provisioned', { volume: req.name, nodeDisk: outcome.disk.metadata.name, node: outcome.disk.spec.nodeName, bytes: capacityOf(outcome.disk) });
@@ -242,7 +252,7 @@ export class ControllerService {
       let largest = 0;
       const agents = this.o.agents?.();
       for (const nd of this.o.allocator.index.candidates(floor, node)) {
-        if (notFree(nd, agents)) continue;
+        if (!blank(nd) || notFree(nd, agents)) continue;
         available += capacityOf(nd);
         largest = Math.max(largest, capacityOf(nd));
       }

@@ -2,7 +2,8 @@
 // every state a disk can be in, asked of every route that hands out a disk it was not named, through each
 // route's own code: `reserve --node` (the plugin's choice), a NodeDiskClaim (the binder's decision), a
 // PersistentVolume (the CSI controller's GetCapacity, whose count CreateVolume's choice shares). Each row
-// says whether the disk may go and, where not, the reason every route gives.
+// says whether the disk may go and, where not, the reason every route gives. A route's own filters (a
+// PV's blank disk, a claim's size) are rows of their own below the table.
 import test from 'ava';
 import { AUTO_RESERVE_VALUE, CLAIM_FINALIZER, CONDITION, CORDONED_VALUE, CSI_TOPOLOGY_KEY, LABEL_AUTO_RESERVE, LABEL_CORDONED } from '../../api/constants.ts';
 import { type AgentView, type NotFreeKind, notFree } from '../../api/free-disk.ts';
@@ -55,7 +56,6 @@ const STATES: { state: string; nd: NodeDisk; lease?: Liveness; kind: NotFreeKind
     }),
     kind: undefined,
   },
-  { state: "holding an earlier owner's bytes", nd: disk((nd) => (nd.status!.node!.holdsData = true)), kind: 'holds-data' },
   { state: 'on a node that is gone', nd: disk((nd) => (nd.status!.conditions = readyBecause('NodeGone'))), kind: 'node-gone' },
   { state: 'on a machine replaced since', nd: disk((nd) => (nd.status!.conditions = readyBecause('NodeReplaced'))), kind: 'node-replaced' },
   { state: 'its agent judged stale by the controller', nd: disk((nd) => (nd.status!.conditions = readyBecause('AgentStale'))), kind: 'stale' },
@@ -129,8 +129,16 @@ for (const s of STATES) {
 }
 
 test("reserve --node says why a disk may not go in the predicate's words", (t) => {
-  const held = disk((nd) => (nd.status!.node!.holdsData = true));
-  const err = t.throws(() => chooseFree([held], { node: NODE }));
-  t.is(err.message, `node ${NODE} has no free disk: disk1 ${notFree(held)!.why}`);
-  t.regex(err.message, /holds the data of an earlier reservation \(kubectl nodedisks release node-disk-node-a-disk1 --wipe wipes it/);
+  const cordoned = disk((nd) => (nd.metadata.labels = { ...nd.metadata.labels, [LABEL_CORDONED]: CORDONED_VALUE }));
+  const err = t.throws(() => chooseFree([cordoned], { node: NODE }));
+  t.is(err.message, `node ${NODE} has no free disk: disk1 ${notFree(cordoned)!.why}`);
+});
+
+test("a disk whose earlier owner's bytes were kept on purpose (release without --wipe) goes to a person or a claim as it is, never to a PV, which needs a blank disk", async (t) => {
+  const kept = disk((nd) => (nd.status!.node!.holdsData = true));
+  const view = agents('alive');
+  t.is(notFree(kept, view), undefined);
+  t.true(byReserve(kept));
+  t.true(byClaim(kept, view));
+  t.false(await byVolume(kept, view));
 });
