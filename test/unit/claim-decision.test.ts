@@ -7,6 +7,7 @@ import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { type ClaimDecision, type ClaimFacts, decideClaim } from '../../controller/claim-decision.ts';
 import { boundStatus, pendingStatus } from '../../controller/claim-phase.ts';
 import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';
+import { claimFacts } from './_claim-facts.ts';
 
 const MiB = 2 ** 20;
 const now = Date.parse('2026-12-04T10:00:00Z');
@@ -32,22 +33,7 @@ function disk(id: string, o: { owner?: string; uid?: string | null; bytes?: numb
   return nd;
 }
 
-function facts(c: NodeDiskClaim, o: Partial<ClaimFacts> = {}): ClaimFacts {
-  return {
-    claim: c,
-    owner: OWNER,
-    reserved: [],
-    named: undefined,
-    limit: { kind: 'none' },
-    heldInNamespace: 0,
-    bindsInFlight: 0,
-    knownNoFit: undefined,
-    candidates: [],
-    agents,
-    now: new Date(now),
-    ...o,
-  };
-}
+const facts = (c: NodeDiskClaim, o: Partial<ClaimFacts> = {}): ClaimFacts => claimFacts(c, agents, o);
 
 /** The decision in a few words: kind, the disk it names, the reason of its event, the status phase. */
 function gist(d: ClaimDecision): string {

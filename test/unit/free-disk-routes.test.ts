@@ -16,6 +16,7 @@ import { Informer } from '../../lib/kube/informer.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { PluginError } from '../../plugin/errors.ts';
 import { chooseFree } from '../../plugin/reserve/plan.ts';
+import { claimFacts } from './_claim-facts.ts';
 
 const NODE = 'node-a';
 const MiB = 2 ** 20;
@@ -81,19 +82,7 @@ function byClaim(nd: NodeDisk, view: AgentView): boolean {
   const claim = newClaim('team-a', 'db');
   claim.metadata.uid = 'claim-uid';
   claim.metadata.finalizers = [CLAIM_FINALIZER];
-  const d = decideClaim({
-    claim,
-    owner: 'claim:team-a/db',
-    reserved: [],
-    named: undefined,
-    limit: { kind: 'none' },
-    heldInNamespace: 0,
-    bindsInFlight: 0,
-    knownNoFit: undefined,
-    candidates: [{ disk: nd, busy: false }],
-    agents: view,
-    now: new Date(now),
-  });
+  const d = decideClaim(claimFacts(claim, view, { candidates: [{ disk: nd, busy: false }] }));
   if (d.kind !== 'bind' && d.kind !== 'pending') throw new Error(`the binder decided ${d.kind}`);
   return d.kind === 'bind';
 }
