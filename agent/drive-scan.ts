@@ -73,8 +73,10 @@ function slug(s: string): string {
 /**
  * The drive's identity from what the kernel read from it. NVMe's `wwid` is `eui.<hex>`, `nvme.<vid>-<serial
  * hex>-<model hex>-<nsid>` or an NGUID; SCSI's is `naa.<hex>`, `eui.<hex>` or `t10.<vendor model serial>`.
+ * With none of those, udev's by-id names, which it made from the same reports: `wwn-0x…`, `nvme-eui.…`
+ * first, then a name of model and serial (`ata-<model>_<serial>`).
  */
-export function identityOf(wwid: string | undefined, model: string, serial: string): string | undefined {
+export function identityOf(wwid: string | undefined, model: string, serial: string, byId: readonly string[] = []): string | undefined {
   const w = wwid?.trim() ?? '';
   const m = /^(naa|eui)\.([0-9a-fA-F]+)$/.exec(w);
   if (m) return `${m[1] === 'naa' ? 'wwn' : 'eui'}-${m[2]!.toLowerCase()}`;
@@ -82,7 +84,13 @@ export function identityOf(wwid: string | undefined, model: string, serial: stri
   if (serial.trim() !== '') return `serial-${slug(`${model} ${serial}`)}`;
   // A t10 name carries vendor, model and serial in one string: an identity when nothing better is given.
   if (w.startsWith('t10.') && w.length > 4) return `serial-${slug(w.slice(4))}`;
-  return undefined;
+  const names = [...byId].sort();
+  const wwn = names.map((n) => /^wwn-0x([0-9a-fA-F]+)$/.exec(n)).find((x) => x);
+  if (wwn) return `wwn-${wwn[1]!.toLowerCase()}`;
+  const eui = names.map((n) => /^nvme-eui\.([0-9a-fA-F]+)$/.exec(n)).find((x) => x);
+  if (eui) return `eui-${eui[1]!.toLowerCase()}`;
+  const named = names.find((n) => /^[a-z]+-.+_.+$/.test(n));
+  return named ? `serial-${slug(named.replace(/^[a-z]+-/, ''))}` : undefined;
 }
 
 /** How the drive is attached, from where it sits in the device tree. */
@@ -96,13 +104,17 @@ export function transportOf(kernelName: string, devicePath: string): Transport {
   return 'other';
 }
 
-/** Reads the node's whole block devices (no loop, RAM, dm, md or optical devices) with their facts and refusals. */
+/**
+ * Reads the node's whole block devices with their facts and refusals: every one but loop, RAM, zram, dm,
+ * md and optical devices, and of those, one that udev (or an admin) gave a by-id name: a loop device named
+ * so stands for a drive (the local cluster's nodes share one kernel, and each has its own in its own /dev).
+ */
 export async function scanDrives(o: ScanOptions): Promise<Drive[]> {
   const byId = await byIdLinks(o.byIdDir);
   const rootDevices = new Set(o.mounts.filter((m) => m.mountPoint === '/' || m.mountPoint === '/boot' || m.mountPoint === '/boot/efi').map((m) => `${m.major}:${m.minor}`));
   const drives: Drive[] = [];
   for (const name of (await entries(join(o.sysRoot, 'block'))).sort()) {
-    if (NOT_A_DRIVE.test(name)) continue;
+    if (NOT_A_DRIVE.test(name) && !byId.has(name)) continue;
     drives.push(await readDrive(o, name, byId, rootDevices));
   }
   // Two drives of one identity: neither is taken, and each says which other drive has it.
@@ -133,7 +145,7 @@ async function readDrive(o: ScanOptions, name: string, byId: Map<string, string[
   const serial = (serialOwn || serialDevice || '').trim();
   const devicePath = await realpath(dir).catch(() => dir);
   const transport = transportOf(name, devicePath);
-  const identity = identityOf(wwidOwn || wwidDevice, model, serial);
+  const identity = identityOf(wwidOwn || wwidDevice, model, serial, byId.get(name));
   const partitions = await partitionsOf(dir, name);
   const holders = await entries(join(dir, 'holders'));
   const sizeBytes = Number(size ?? 0) * 512;

@@ -203,12 +203,24 @@ test('two drives reporting one serial (a cheap bridge) are both refused, each na
   t.deepEqual(byName(drives, 'sde').refusals, ['reports the same identity serial-external-hdd-0000000000000000 as sdd: not merged, not taken']);
 });
 
-test('loop, RAM, zram, device-mapper, md and optical devices are not drives', async (t) => {
-  const other = (name: string, dev: string): Dev => ({ name, parent: 'virtual', dev, bytes: GiB });
-  const { drives } = await scan([other('loop0', '7:0'), other('ram0', '1:0'), other('zram0', '252:0'), other('dm-0', '254:0'), other('md127', '9:127'), other('sr0', '11:0'), NVME]);
+test('loop, RAM, zram, device-mapper, md and optical devices are not drives, unless given a by-id name (a loop device standing for a drive)', async (t) => {
+  const other = (name: string, dev: string, byId: string[] = []): Dev => ({ name, parent: 'virtual', dev, bytes: GiB, byId });
+  const { drives } = await scan([
+    other('loop0', '7:0'),
+    other('loop1', '7:1', ['wwn-0x5000ABCD00000001', 'nodedisks-test-m02-drive1']),
+    other('ram0', '1:0'),
+    other('zram0', '252:0'),
+    other('dm-0', '254:0'),
+    other('md127', '9:127'),
+    other('sr0', '11:0'),
+    NVME,
+  ]);
   t.deepEqual(
-    drives.map((d) => d.kernelName),
-    ['nvme0n1'],
+    drives.map((d) => [d.kernelName, d.identity]),
+    [
+      ['loop1', 'wwn-5000abcd00000001'],
+      ['nvme0n1', 'eui-0025385b71b07e2f'],
+    ],
   );
 });
 
@@ -219,6 +231,9 @@ test('identity: WWN and EUI as the kernel reads them, then model and serial; hos
   t.is(identityOf(undefined, 'Disk\x1b[31m/../x', 'A B\nC'), 'serial-disk-31m-..-x-a-b-c');
   t.is(identityOf('t10.ATA     QEMU HARDDISK                           QM00005', '', ''), 'serial-ata-qemu-harddisk-qm00005');
   t.is(identityOf('', '', ''), undefined);
+  t.is(identityOf('', '', '', ['nvme-Samsung_SSD_970_S4EW', 'nvme-eui.0025385B71B07E2F']), 'eui-0025385b71b07e2f', 'by-id names when the kernel gives nothing');
+  t.is(identityOf('', '', '', ['ata-QEMU_HARDDISK_QM00005']), 'serial-qemu-harddisk-qm00005');
+  t.is(identityOf('', '', '', ['nodedisks']), undefined);
   t.is(transportOf('sda', '/sys/devices/platform/weird/block/sda'), 'other');
 });
 
