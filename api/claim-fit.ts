@@ -5,8 +5,9 @@
 // reads every disk counted by the first reason it does not fit ("0/9 disks fit: 4 reserved, …").
 // Shared by the controller's binder and the plugin.
 import { type AgentView, agentNotAlive, type NotFreeKind, notFreeByRecord } from './free-disk.ts';
+import { matchesSelector, selectorWords } from './label-selector.ts';
 import { quantityBytes } from './quantity.ts';
-import type { LabelSelector, NodeDiskClaim } from './v1alpha1/claim-types.ts';
+import type { NodeDiskClaim } from './v1alpha1/claim-types.ts';
 import type { NodeDisk } from './v1alpha1/types.ts';
 
 /** Why a disk does not fit a claim: it is not the one asked for, or may not go to a new holder (./free-disk.ts), or is too small. */
@@ -16,31 +17,6 @@ export type Misfit = 'other-disk' | 'other-node' | 'selector' | NotFreeKind | 't
 export function minBytes(claim: NodeDiskClaim): number {
   const min = claim.spec?.minCapacity;
   return min !== undefined ? (quantityBytes(min) ?? 0) : 0;
-}
-
-/** Whether `labels` satisfy a metav1.LabelSelector (all of matchLabels and matchExpressions). */
-export function matchesSelector(selector: LabelSelector | undefined, labels: Record<string, string> | undefined): boolean {
-  if (!selector) return true;
-  const l = labels ?? {};
-  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (l[k] !== v) return false;
-  for (const e of selector.matchExpressions ?? []) {
-    const has = Object.hasOwn(l, e.key);
-    const values = e.values ?? [];
-    if (e.operator === 'In' && !(has && values.includes(l[e.key]!))) return false;
-    if (e.operator === 'NotIn' && has && values.includes(l[e.key]!)) return false;
-    if (e.operator === 'Exists' && !has) return false;
-    if (e.operator === 'DoesNotExist' && has) return false;
-  }
-  return true;
-}
-
-/** A label selector as kubectl writes one: `a=b,c in (x,y),!d`. */
-export function selectorWords(s: LabelSelector): string {
-  const labels = Object.entries(s.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
-  const exprs = (s.matchExpressions ?? []).map((e) =>
-    e.operator === 'Exists' ? e.key : e.operator === 'DoesNotExist' ? `!${e.key}` : `${e.key} ${e.operator === 'In' ? 'in' : 'notin'} (${(e.values ?? []).join(',')})`,
-  );
-  return [...labels, ...exprs].join(',');
 }
 
 /**

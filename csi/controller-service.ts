@@ -9,6 +9,8 @@
 import { createHash } from 'node:crypto';
 import { CSI_TOPOLOGY_KEY, PV_OWNER_PREFIX } from '../api/constants.ts';
 import { type AgentView, notFree } from '../api/free-disk.ts';
+import { labelSelectorOf, matchesSelector, selectorWords } from '../api/label-selector.ts';
+import type { LabelSelector } from '../api/v1alpha1/claim-types.ts';
 import { holdsData } from '../api/wipe.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import type { NodeDiskClient } from '../api/client.ts';
@@ -57,6 +59,29 @@ export function pvOwnerUID(volumeName: string): string {
  */
 export function pvWipeToken(nd: NodeDisk, volumeName: string): string {
   return `pv-${nd.spec.desired?.ownerUID || pvOwnerUID(volumeName)}-g${nd.metadata.generation ?? 0}`;
+}
+
+/**
+ * The StorageClass parameter that makes a class of disks: a label selector in kubectl's words
+ * (`localtest.example.com/media=nvme`, `tier in (fast)`), matched against the NodeDisks' labels. A volume of
+ * the class gets, and the capacity of the class counts, only the disks it selects.
+ */
+export const DISK_SELECTOR_PARAMETER = 'diskSelector';
+
+/** The class's disk selector from the request's parameters; a parameter this driver does not know is refused, a typo never ignored. */
+export function classSelector(parameters: Record<string, string> | undefined): LabelSelector | undefined {
+  let selector: LabelSelector | undefined;
+  for (const [key, value] of Object.entries(parameters ?? {})) {
+    // The external-provisioner's own (csi.storage.k8s.io/pv/name, …): not the class's.
+    if (key.startsWith('csi.storage.k8s.io/')) continue;
+    if (key !== DISK_SELECTOR_PARAMETER) throw invalid(`StorageClass parameter ${JSON.stringify(key)} is not one this driver takes (${DISK_SELECTOR_PARAMETER}: a label selector of NodeDisks)`);
+    try {
+      selector = labelSelectorOf(value);
+    } catch (err) {
+      throw invalid(`StorageClass parameter ${DISK_SELECTOR_PARAMETER} ${JSON.stringify(value)}: ${(err as Error).message}`);
+    }
+  }
+  return selector;
 }
 
 /** The filesystem types a request's capabilities name, for a message. */
@@ -146,7 +171,7 @@ export class ControllerService {
   }
 
   /** CreateVolume once checked: the disk already reserved for the name, or a new one. */
-  private async create(req: CreateVolumeRequest, nodes: string[] | undefined, min: number, max: number): Promise<{ volume: Volume }> {
+  private async create(req: CreateVolumeRequest, nodes: string[] | undefined, min: number, max: number, selector: LabelSelector | undefined): Promise<{ volume: Volume }> {
     const owner = pvOwner(req.name);
     const fitsSize = (nd: NodeDisk) => capacityOf(nd) >= min && (max === 0 || capacityOf(nd) <= max);
 
@@ -157,6 +182,11 @@ export class ControllerService {
     if (existing) {
       if (!fitsSize(existing))
         throw new CsiError('ALREADY_EXISTS', `volume ${req.name} exists with ${capacityOf(existing)} bytes, which the requested capacity range (${min}..${max || 'any'}) excludes`);
+      if (!matchesSelector(selector, existing.metadata.labels))
+        throw new CsiError(
+          'ALREADY_EXISTS',
+          `volume ${req.name} exists on NodeDisk ${existing.metadata.name}, which the class's ${DISK_SELECTOR_PARAMETER} ${selectorWords(selector!)} does not select`,
+        );
       return { volume: volumeOf(existing, req.name) };
     }
     const holder = { owner, ownerUID: pvOwnerUID(req.name) };
@@ -166,7 +196,7 @@ export class ControllerService {
       const outcome = await alloc.reserve({
         holder,
         candidates: () => alloc.index.candidates(min, node),
-        fits: (nd) => (node === undefined || nd.spec.nodeName === node) && fitsSize(nd) && blank(nd) && notFree(nd, agents) === undefined,
+        fits: (nd) => (node === undefined || nd.spec.nodeName === node) && fitsSize(nd) && matchesSelector(selector, nd.metadata.labels) && blank(nd) && notFree(nd, agents) === undefined,
       });
       if (outcome.kind === 'reserved') {
         this.o.log.info('volume provisioned', { volume: req.name, nodeDisk: outcome.disk.metadata.name, node: outcome.disk.spec.nodeName, bytes: capacityOf(outcome.disk) });
@@ -177,7 +207,8 @@ export class ControllerService {
     const where = nodes ? `node ${nodes.join(' or ')}` : 'any node';
     const floor = minDiskBytes(req.volume_capabilities);
     const because = floor > 0 && floor >= min ? ` (a ${fsTypesOf(req)} filesystem cannot be made on less)` : '';
-    throw new CsiError('RESOURCE_EXHAUSTED', `no free NodeDisk of at least ${min} bytes${because}${max ? ` and at most ${max}` : ''} that holds no earlier data on ${where}`);
+    const labelled = selector ? ` labelled ${selectorWords(selector)}` : '';
+    throw new CsiError('RESOURCE_EXHAUSTED', `no free NodeDisk${labelled} of at least ${min} bytes${because}${max ? ` and at most ${max}` : ''} that holds no earlier data on ${where}`);
   }
 
   readonly handlers = {
@@ -197,8 +228,9 @@ export class ControllerService {
       if (max > 0 && max < floor) throw new CsiError('OUT_OF_RANGE', `capacity_range limit_bytes ${max} is below the ${floor} bytes a ${fsTypesOf(req)} filesystem needs`);
       if (max < 0 || (max > 0 && max < min)) throw new CsiError('OUT_OF_RANGE', `capacity_range limit_bytes ${max} is below required_bytes ${min}`);
       const nodes = nodesOf(req);
+      const selector = classSelector(req.parameters);
       this.ready();
-      return await this.exclusive(req.name, () => this.create(req, nodes, Math.max(min, floor), max));
+      return await this.exclusive(req.name, () => this.create(req, nodes, Math.max(min, floor), max, selector));
     },
 
     DeleteVolume: async (req: DeleteVolumeRequest) => {
@@ -241,6 +273,7 @@ export class ControllerService {
 
     GetCapacity: async (req: GetCapacityRequest) => {
       checkCapabilities(req.volume_capabilities);
+      const selector = classSelector(req.parameters);
       this.ready();
       const segments = req.accessible_topology?.segments;
       const node = segments ? segments[CSI_TOPOLOGY_KEY] : undefined;
@@ -252,7 +285,7 @@ export class ControllerService {
       let largest = 0;
       const agents = this.o.agents?.();
       for (const nd of this.o.allocator.index.candidates(floor, node)) {
-        if (!blank(nd) || notFree(nd, agents)) continue;
+        if (!matchesSelector(selector, nd.metadata.labels) || !blank(nd) || notFree(nd, agents)) continue;
         available += capacityOf(nd);
         largest = Math.max(largest, capacityOf(nd));
       }

@@ -2,11 +2,11 @@
 // it names, what a claim's status says in words, and, for a Bound claim, the PersistentVolumeClaim a pod
 // uses instead (a claim reserves a disk; pods get theirs through the CSI driver, docs/adr/0040).
 // The commands are ./cmd/claim.ts, ./cmd/claims.ts and the claim/NAME form of ./cmd/status.ts.
-import { selectorWords } from '../api/claim-fit.ts';
+import { labelSelectorOf, selectorWords } from '../api/label-selector.ts';
 import { API_VERSION, CLAIM_CONDITION, CLAIM_KIND, CLAIM_SINGULAR, GROUP, MAX_NAME_LENGTH } from '../api/constants.ts';
 import { DNS_SUBDOMAIN_PATTERN, nodeNameProblem } from '../api/names.ts';
 import { quantityBytes } from '../api/quantity.ts';
-import { RECLAIM_POLICIES, type LabelSelector, type LabelSelectorRequirement, type NodeDiskClaim, type ReclaimPolicy } from '../api/v1alpha1/claim-types.ts';
+import { RECLAIM_POLICIES, type LabelSelector, type NodeDiskClaim, type ReclaimPolicy } from '../api/v1alpha1/claim-types.ts';
 import { usageError } from './errors.ts';
 
 /** kubectl's `<singular>.<group>/<name>`. */
@@ -21,65 +21,13 @@ export interface ClaimSpecFlags {
   'reclaim-policy'?: string | undefined;
 }
 
-const KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
-
-/** Splits at commas outside parentheses: `a in (x,y),b` is two requirements. */
-function requirements(text: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (c === '(') depth++;
-    else if (c === ')') depth--;
-    else if (c === ',' && depth === 0) {
-      out.push(text.slice(start, i));
-      start = i + 1;
-    }
-  }
-  out.push(text.slice(start));
-  return out.map((r) => r.trim());
-}
-
-/**
- * A label selector as kubectl takes it (`-l a=b,c!=d,e in (x,y),f notin (z),g,!h`), as the
- * metav1.LabelSelector a claim's spec holds: equalities become matchLabels, the rest matchExpressions
- * (`!=` is NotIn of one value, as the API server reads it).
- */
+/** A label selector as kubectl takes it (api/label-selector.ts), or a usage error naming the flag. */
 export function parseLabelSelector(text: string): LabelSelector {
-  const bad = (why: string) => usageError(`-l/--selector ${JSON.stringify(text)}: ${why}`);
-  const matchLabels: Record<string, string> = {};
-  const matchExpressions: LabelSelectorRequirement[] = [];
-  if (text.trim() === '') throw bad('empty selector');
-  for (const req of requirements(text)) {
-    const key = (k: string) => {
-      if (!KEY.test(k)) throw bad(`invalid label key ${JSON.stringify(k)}`);
-      return k;
-    };
-    const value = (v: string) => {
-      if (!VALUE.test(v)) throw bad(`invalid label value ${JSON.stringify(v)}`);
-      return v;
-    };
-    let m: RegExpMatchArray | null;
-    if ((m = req.match(/^(\S+?)\s+(in|notin)\s*\(([^()]*)\)$/))) {
-      const values = m[3]!.split(',').map((v) => value(v.trim()));
-      matchExpressions.push({ key: key(m[1]!), operator: m[2] === 'in' ? 'In' : 'NotIn', values });
-    } else if ((m = req.match(/^([^=!\s]+)\s*!=\s*(\S*)$/))) {
-      matchExpressions.push({ key: key(m[1]!), operator: 'NotIn', values: [value(m[2]!)] });
-    } else if ((m = req.match(/^([^=!\s]+)\s*==?\s*(\S*)$/))) {
-      const k = key(m[1]!);
-      if (k in matchLabels && matchLabels[k] !== m[2]) throw bad(`${k} is required to equal two values`);
-      matchLabels[k] = value(m[2]!);
-    } else if ((m = req.match(/^!\s*(\S+)$/))) {
-      matchExpressions.push({ key: key(m[1]!), operator: 'DoesNotExist' });
-    } else if ((m = req.match(/^(\S+)$/))) {
-      matchExpressions.push({ key: key(m[1]!), operator: 'Exists' });
-    } else {
-      throw bad(`cannot read ${JSON.stringify(req)} (expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key)`);
-    }
+  try {
+    return labelSelectorOf(text);
+  } catch (err) {
+    throw usageError(`-l/--selector ${JSON.stringify(text)}: ${(err as Error).message}`);
   }
-  return { ...(Object.keys(matchLabels).length ? { matchLabels } : {}), ...(matchExpressions.length ? { matchExpressions } : {}) };
 }
 
 /** The claim `kubectl nodedisks claim NAME …` creates; every flag is checked here, before any request. */

@@ -310,3 +310,47 @@ test.serial('an xfs volume is placed only on a disk mkfs.xfs can format (300 MiB
   t.is(await statusOf(csi.call.CreateVolume({ name: pvName(), capacity_range: { required_bytes: 0, limit_bytes: 100 * MiB }, volume_capabilities: [xfs] })), 'OUT_OF_RANGE');
   await csi.call.DeleteVolume({ volume_id: v.volume_id });
 });
+
+test.serial(
+  "a StorageClass's diskSelector makes a class of disks by their labels: a volume of the class gets, and its capacity counts, only the disks it selects; a selector or parameter the driver cannot read is INVALID_ARGUMENT",
+  async (t) => {
+    const [one, two] = [nodeDiskName(D, 'disk1'), nodeDiskName(D, 'disk2')];
+    const label = async (name: string, tier: string | null) =>
+      await admin().jsonPatch(name, [tier === null ? { op: 'remove', path: '/metadata/labels/tier' } : { op: 'add', path: '/metadata/labels/tier', value: tier }], { fieldManager: 'test' });
+    const wiped = (nd: NodeDisk) => nd.spec.desired?.wipe === undefined || nd.status?.node?.wipedFor === nd.spec.desired.wipe;
+    for (const name of [one, two])
+      await diskWhere(name, 'free, wiped', (nd) => nd.spec.desired?.state !== 'Reserved' && wiped(nd) && nd.status?.node?.phase === 'Available' && !nd.status.node.holdsData);
+    await label(one, 'slow');
+    await label(two, 'fast');
+    const onD = { accessible_topology: { segments: { [CSI_TOPOLOGY_KEY]: D } } };
+    const cap = async (selector: string) => (await csi.call.GetCapacity({ volume_capabilities: [mountCap], parameters: { diskSelector: selector }, ...onD })).available_capacity;
+    const createIn = (name: string, selector: string) =>
+      csi.call.CreateVolume({
+        name,
+        capacity_range: { required_bytes: 10 * MiB, limit_bytes: 0 },
+        volume_capabilities: [mountCap],
+        parameters: { diskSelector: selector, 'csi.storage.k8s.io/pvc/name': 'data' },
+        accessibility_requirements: onNode(D),
+      });
+    try {
+      await eventually('the labels in the CSI controller', async () => (await cap('tier=fast')) === 64 * MiB);
+      t.is(await cap('tier=slow'), 64 * MiB);
+      t.is(await cap('tier in (fast,slow)'), 128 * MiB);
+      t.is(await cap('tier=none'), 0);
+      const fastName = pvName();
+      const fast = (await createIn(fastName, 'tier=fast')).volume as { volume_id: string; volume_context: Record<string, string> };
+      t.is(fast.volume_context.nodeDisk, two);
+      t.regex(String(await createIn(pvName(), 'tier=fast').catch((e: Error) => e.message)), /RESOURCE_EXHAUSTED.*no free NodeDisk labelled tier=fast of at least 10485760 bytes/);
+      t.regex(String(await createIn(fastName, 'tier=slow').catch((e: Error) => e.message)), /ALREADY_EXISTS.*diskSelector tier=slow does not select/);
+      const slow = (await createIn(pvName(), 'tier!=fast')).volume as { volume_id: string; volume_context: Record<string, string> };
+      t.is(slow.volume_context.nodeDisk, one);
+      for (const v of [fast, slow]) await csi.call.DeleteVolume({ volume_id: v.volume_id });
+      t.is(await statusOf(createIn(pvName(), 'tier in (fast')), 'INVALID_ARGUMENT');
+      t.regex(String(await createIn(pvName(), 'tier in (fast').catch((e: Error) => e.message)), /StorageClass parameter diskSelector "tier in \(fast": cannot read/);
+      t.is(await statusOf(csi.call.GetCapacity({ volume_capabilities: [mountCap], parameters: { diskselector: 'tier=fast' }, ...onD })), 'INVALID_ARGUMENT');
+    } finally {
+      await label(one, null);
+      await label(two, null);
+    }
+  },
+);

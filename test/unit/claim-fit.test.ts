@@ -3,7 +3,8 @@ import { CLAIM_OWNER_PREFIX, CORDONED_VALUE, LABEL_AUTO_RESERVE, LABEL_CORDONED 
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { disksFitLine, misfitCountsOf, tenantPendingLine } from '../../api/claim-fit.ts';
-import { matchesSelector, type Misfit, misfit } from '../../api/claim-fit.ts';
+import { type Misfit, misfit } from '../../api/claim-fit.ts';
+import { matchesSelector } from '../../api/label-selector.ts';
 import { boundStatus, lostStatus, pendingStatus, sameClaimStatus } from '../../controller/claim-phase.ts';
 import { parseLimit } from '../../controller/namespace-limits.ts';
 import { newClaim, newNodeDisk } from '../../hack/lib/nodedisks.ts';

@@ -88,7 +88,7 @@ function byClaim(nd: NodeDisk, view: AgentView): boolean {
 }
 
 /** The CSI controller: GetCapacity for NODE counts the disk only when a volume may get it. */
-async function byVolume(nd: NodeDisk, view: AgentView): Promise<boolean> {
+async function byVolume(nd: NodeDisk, view: AgentView, parameters: Record<string, string> = {}): Promise<boolean> {
   const log = createLogger('test', { write: () => {} });
   // Never run: the cache is filled here, as a synced informer's would be.
   const informer = new Informer<NodeDisk>({ list: () => Promise.reject(new Error('not listed')), watch: () => (async function* () {})() }, {}, { log });
@@ -98,7 +98,7 @@ async function byVolume(nd: NodeDisk, view: AgentView): Promise<boolean> {
   const service = new ControllerService({ allocator, disks: undefined as never, log, notReady: () => undefined, agents: () => view });
   const capacity = await service.handlers.GetCapacity({
     volume_capabilities: [{ access_mode: { mode: 'SINGLE_NODE_WRITER' }, access_type: 'mount', mount: { fs_type: 'ext4', mount_flags: [], volume_mount_group: '' } }],
-    parameters: {},
+    parameters,
     accessible_topology: { segments: { [CSI_TOPOLOGY_KEY]: NODE } },
   });
   return capacity.available_capacity === 64 * MiB;
@@ -130,4 +130,18 @@ test("a disk whose earlier owner's bytes were kept on purpose (release without -
   t.true(byReserve(kept));
   t.true(byClaim(kept, view));
   t.false(await byVolume(kept, view));
+});
+
+test("a class's diskSelector is the PV route's own filter, over the one predicate: a free disk outside the class counts for none of its capacity", async (t) => {
+  const fast = disk((nd) => (nd.metadata.labels = { ...nd.metadata.labels, tier: 'fast' }));
+  const view = agents('alive');
+  t.true(await byVolume(fast, view, { diskSelector: 'tier=fast' }));
+  t.false(await byVolume(disk(), view, { diskSelector: 'tier=fast' }));
+  t.false(
+    await byVolume(
+      disk((nd) => (nd.metadata.labels = { ...nd.metadata.labels, tier: 'fast', [LABEL_CORDONED]: CORDONED_VALUE })),
+      view,
+      { diskSelector: 'tier=fast' },
+    ),
+  );
 });
