@@ -16,7 +16,12 @@ import { Informer } from '../lib/kube/informer.ts';
 import { WorkQueue } from '../lib/kube/workqueue.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import { Aliases } from './aliases.ts';
+import { DEFAULT_BY_ID_DIR } from '../api/constants.ts';
+import { isDriveId } from '../api/names.ts';
+import type { Discovery } from './discover.ts';
 import { DiskDir } from './disk-dir.ts';
+import type { DriveSelector } from './drive-select.ts';
+import { NodeDrives } from './node-drives.ts';
 import { NodeHeartbeat } from './heartbeat.ts';
 import { tokenNodeIdentity } from './node-identity.ts';
 import { Backoff, sleep } from '../lib/runtime/backoff.ts';
@@ -40,6 +45,8 @@ export interface AgentOptions {
   metrics: AgentMetrics;
   /** false: the informer lists in pages instead of the streaming watch-list (--no-watch-list). */
   watchList?: boolean;
+  /** The drives the admin chose (--drive), and where their by-id names are; none: images only. */
+  drives?: { selectors: DriveSelector[]; byIdDir: string; hostByIdDir?: string; sysRoot?: string; mountInfo?: string };
 }
 
 /** The queue item that stands for a full scan of the disk dir: no diskID contains '/' (api/names.ts). */
@@ -62,6 +69,7 @@ export class Agent {
   private readonly informer: Informer<NodeDisk>;
   private readonly queue = new WorkQueue({ baseDelayMs: 500, maxDelayMs: 60_000, jitter: 0.2 });
   private readonly dir: DiskDir;
+  private readonly drives: NodeDrives;
   private readonly aliases: Aliases;
   private readonly heartbeat: NodeHeartbeat;
   private readonly reconcile: ReconcileContext;
@@ -118,6 +126,15 @@ export class Agent {
       onDisk: (diskID, priority) => this.queue.add(diskID, priority),
       onScanWanted: (priority) => this.queue.add(SCAN, priority),
     });
+    this.drives = new NodeDrives({
+      selectors: o.drives?.selectors ?? [],
+      byIdDir: o.drives?.byIdDir ?? DEFAULT_BY_ID_DIR,
+      hostByIdDir: o.drives?.hostByIdDir ?? o.drives?.byIdDir ?? DEFAULT_BY_ID_DIR,
+      sysRoot: o.drives?.sysRoot ?? '/sys',
+      mountInfo: o.drives?.mountInfo ?? '/proc/self/mountinfo',
+      log: o.log.with({ loop: 'drives' }),
+      onChange: () => this.queue.add(SCAN, 'event'),
+    });
     this.aliases = new Aliases({ client: o.client, nodeName: o.nodeName, cache, log: o.log, metrics: o.metrics });
     this.reconcile = {
       client: o.client,
@@ -169,6 +186,7 @@ export class Agent {
     const stop = () => this.queue.shutDown();
     signal.addEventListener('abort', stop, { once: true });
     this.dir.start();
+    this.drives.start();
     // Its own loop, so that a long sweep of disks never delays a renewal.
     const beating = this.heartbeat.run(signal, () => mayRenew(this.state()));
     try {
@@ -190,6 +208,7 @@ export class Agent {
       signal.removeEventListener('abort', stop);
       this.queue.shutDown();
       this.dir.close();
+      this.drives.close();
       await informerDone;
       await beating;
     }
@@ -230,6 +249,8 @@ export class Agent {
 
   private async scan(): Promise<void> {
     if (!(await this.dir.scan())) return;
+    await this.drives.scan();
+    for (const diskID of this.drives.diskIDs()) this.queue.add(diskID, 'sweep');
     // Every scan looks at every disk: files that are not NodeDisks yet (queued by the scan), and every
     // NodeDisk of this node, so grown, removed or replaced files and markers changed by hand are all
     // noticed. Reconciling an unchanged disk costs a few lstat calls and writes nothing.
@@ -247,14 +268,19 @@ export class Agent {
       this.deferred.add(diskID);
       return;
     }
-    if (this.dir.takeChanged(diskID)) {
+    if (isDriveId(diskID)) {
+      // A drive is looked at as the last drive scan found it; an event on its marker needs no rescan.
+      this.dir.takeChanged(diskID);
+    } else if (this.dir.takeChanged(diskID)) {
       // A file event named it: look at that file again first. Its name may be another disk's to keep.
       const owner = await this.dir.rediscover(diskID);
       if (owner !== undefined && owner !== diskID) this.queue.add(owner);
     }
     if (signal.aborted) return;
     try {
-      const result = await reconcileDisk(this.reconcile, diskID, discovery);
+      const drive = isDriveId(diskID) ? this.drives.get(diskID) : undefined;
+      const view: Discovery = isDriveId(diskID) ? { disks: new Map(drive ? [[diskID, drive]] : []), ignored: [] } : discovery;
+      const result = await reconcileDisk(this.reconcile, diskID, view);
       this.queue.forget(diskID);
       this.refused.delete(diskID);
       if (result.again) this.queue.add(diskID);

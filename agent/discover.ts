@@ -4,13 +4,27 @@
 import { constants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import { DISK_SUFFIX, MARKER_SUFFIX, STAGED_SUFFIX } from '../api/constants.ts';
-import { diskIdFromFileName, diskIdProblem, nodeDiskName } from '../api/names.ts';
+import { DISK_SUFFIX, DRIVE_ID_PREFIX, MARKER_SUFFIX, STAGED_SUFFIX } from '../api/constants.ts';
+import { diskIdFromFileName, diskIdProblem, isDriveId, nodeDiskName } from '../api/names.ts';
+import type { DriveFacts } from '../api/v1alpha1/types.ts';
+
+/** What a chosen drive adds to a disk (./node-drives.ts): its facts, and why it must not be taken. */
+export interface DriveInfo {
+  facts: DriveFacts;
+  /** Why it must not be taken whoever holds it. */
+  refusals: string[];
+  /** Where it is mounted (a refusal unless it is reserved: its holder mounted it). */
+  mountedAt: string[];
+}
 
 export interface DiskFile {
   diskID: string;
-  /** Path inside this process's view of the disk dir. */
+  /** Path inside this process's view of the disk dir (a drive's: of its by-id dir). */
   file: string;
+  /** A drive's host path, for spec.path (an image's is its diskID's in the host disk dir). */
+  hostPath?: string;
+  /** Set for a drive. */
+  drive?: DriveInfo;
   sizeBytes: number;
   /**
    * Bytes the filesystem has allocated to the image (st_blocks): 0 for a sparse image nothing was written
@@ -119,6 +133,7 @@ export async function inspectDiskFile(diskDir: string, name: string, fs: Discove
   const diskID = diskIdFromFileName(name);
   const problem = diskID === undefined ? 'no disk name before .img' : diskIdProblem(diskID);
   if (diskID === undefined || problem) return { kind: 'ignored', ignored: { name, reason: `cannot become a diskID: ${problem}` } };
+  if (isDriveId(diskID)) return { kind: 'ignored', ignored: { name, reason: `begins with ${DRIVE_ID_PREFIX}, which names drives (their NodeDisks are drive-<identity>); rename the image` } };
   const file = join(diskDir, name);
   let st;
   try {
@@ -147,6 +162,8 @@ export async function inspectDiskFile(diskDir: string, name: string, fs: Discove
 export function diskIdOfEntry(name: string): string | undefined {
   const suffix = [MARKER_SUFFIX, STAGED_SUFFIX].find((s) => name.endsWith(s));
   const base = suffix ? name.slice(0, -suffix.length) : name;
+  // A drive's marker, `drive-<identity>.reserved` (./markers.ts).
+  if (suffix === MARKER_SUFFIX && isDriveId(base) && !base.endsWith(DISK_SUFFIX)) return base;
   if (!base.endsWith(DISK_SUFFIX)) return undefined;
   return diskIdFromFileName(base);
 }

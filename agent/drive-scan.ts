@@ -30,8 +30,24 @@ export interface Drive {
   transport: Transport;
   /** The /dev/disk/by-id names of the whole device, sorted. */
   byId: string[];
-  /** Why the drive must not be taken; empty when it may. */
+  /** Why the drive must not be taken, whoever holds it; empty when it may (see whyNotTaken). */
   refusals: string[];
+  /** Where it or one of its partitions is mounted, sorted: a refusal unless its holder mounted it. */
+  mountedAt: string[];
+}
+
+/**
+ * Why a drive must not be taken. A reserved drive is mounted by the one who holds it (the CSI node side
+ * stages it there): that is use, not a refusal. Everything else refuses it whoever holds it.
+ */
+export function whyNotTaken(d: Pick<Drive, 'refusals' | 'mountedAt'>, held = false): string[] {
+  if (held || d.mountedAt.length === 0) return d.refusals;
+  return [...d.refusals, `is mounted at ${d.mountedAt.join(', ')}`];
+}
+
+/** What the drive said, for status and logs: printable ASCII, anything else a '?' (model and serial strings are the drive's, not ours). */
+function printable(s: string): string {
+  return s.replace(/[^\x20-\x7e]/g, '?');
 }
 
 export interface ScanOptions {
@@ -112,10 +128,11 @@ export function transportOf(kernelName: string, devicePath: string): Transport {
 export async function scanDrives(o: ScanOptions): Promise<Drive[]> {
   const byId = await byIdLinks(o.byIdDir);
   const rootDevices = new Set(o.mounts.filter((m) => m.mountPoint === '/' || m.mountPoint === '/boot' || m.mountPoint === '/boot/efi').map((m) => `${m.major}:${m.minor}`));
+  const filesystems = await mountedFilesystems(o.sysRoot);
   const drives: Drive[] = [];
   for (const name of (await entries(join(o.sysRoot, 'block'))).sort()) {
     if (NOT_A_DRIVE.test(name) && !byId.has(name)) continue;
-    drives.push(await readDrive(o, name, byId, rootDevices));
+    drives.push(await readDrive(o, name, byId, rootDevices, filesystems));
   }
   // Two drives of one identity: neither is taken, and each says which other drive has it.
   for (const d of drives) {
@@ -125,7 +142,18 @@ export async function scanDrives(o: ScanOptions): Promise<Drive[]> {
   return drives;
 }
 
-async function readDrive(o: ScanOptions, name: string, byId: Map<string, string[]>, rootDevices: ReadonlySet<string>): Promise<Drive> {
+/**
+ * The devices with a mounted ext4, xfs or btrfs filesystem, by kernel name, as sysfs lists them for the
+ * whole kernel: a mount in another mount namespace (the host's, where this container cannot see) counts.
+ */
+async function mountedFilesystems(sysRoot: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const fs of ['ext4', 'xfs']) for (const dev of await entries(join(sysRoot, 'fs', fs))) if (dev !== 'features') out.set(dev, fs);
+  for (const uuid of await entries(join(sysRoot, 'fs', 'btrfs'))) for (const dev of await entries(join(sysRoot, 'fs', 'btrfs', uuid, 'devices'))) out.set(dev, 'btrfs');
+  return out;
+}
+
+async function readDrive(o: ScanOptions, name: string, byId: Map<string, string[]>, rootDevices: ReadonlySet<string>, filesystems: ReadonlyMap<string, string>): Promise<Drive> {
   const dir = join(o.sysRoot, 'block', name);
   const [devNo, size, logical, physical, rotational, ro, wwidOwn, wwidDevice, modelRaw, serialOwn, serialDevice] = await Promise.all([
     text(join(dir, 'dev')),
@@ -141,8 +169,8 @@ async function readDrive(o: ScanOptions, name: string, byId: Map<string, string[
     text(join(dir, 'device', 'serial')),
   ]);
   const [major, minor] = (devNo ?? '0:0').split(':').map(Number) as [number, number];
-  const model = (modelRaw ?? '').trim();
-  const serial = (serialOwn || serialDevice || '').trim();
+  const model = printable((modelRaw ?? '').trim());
+  const serial = printable((serialOwn || serialDevice || '').trim());
   const devicePath = await realpath(dir).catch(() => dir);
   const transport = transportOf(name, devicePath);
   const identity = identityOf(wwidOwn || wwidDevice, model, serial, byId.get(name));
@@ -155,7 +183,6 @@ async function readDrive(o: ScanOptions, name: string, byId: Map<string, string[
   if (partitions.length) refusals.push(`has partitions (${partitions.map((p) => p.name).join(', ')})`);
   if (holders.length) refusals.push(`is held by ${holders.sort().join(', ')} (device-mapper, md or another layer)`);
   const mounted = o.mounts.filter((m) => (m.major === major && m.minor === minor) || partitions.some((p) => p.dev === `${m.major}:${m.minor}`));
-  if (mounted.length) refusals.push(`is mounted at ${[...new Set(mounted.map((m) => m.mountPoint))].sort().join(', ')}`);
   if (ro === '1') refusals.push('is read-only');
   if (sizeBytes === 0) refusals.push('has no size (no medium?)');
   return {
@@ -172,6 +199,14 @@ async function readDrive(o: ScanOptions, name: string, byId: Map<string, string[
     transport,
     byId: (byId.get(name) ?? []).sort(),
     refusals,
+    mountedAt: [
+      ...new Set([
+        ...mounted.map((m) => printable(m.mountPoint)),
+        ...[name, ...partitions.map((p) => p.name)]
+          .filter((n) => filesystems.has(n) && !mounted.length)
+          .map((n) => `a place this node's agent cannot see (${n} has a mounted ${filesystems.get(n)} filesystem)`),
+      ]),
+    ].sort(),
   };
 }
 

@@ -16,14 +16,21 @@ const { config, client } = configuredOrExit(() => {
 
 const log = createLogger('node-disks-agent', { level: config.logLevel, base: { node: config.nodeName } });
 const metrics = agentMetrics();
-const agent = new Agent({ client, ...config, log, metrics });
+const agent = new Agent({ client, ...config, log, metrics, drives: { selectors: config.driveSelectors, byIdDir: config.byIdDir, hostByIdDir: config.hostByIdDir } });
 const ops = await opsServerOrExit({
   address: config.httpAddress,
   registry: metrics.registry,
   healthz: () => agent.liveness(),
   readyz: () => agent.readiness(),
 });
-log.info('agent started', { diskDir: config.diskDir, hostDiskDir: config.hostDiskDir, httpPort: ops.port, heartbeatMs: config.heartbeatMs, leaseNamespace: config.leaseNamespace });
+log.info('agent started', {
+  diskDir: config.diskDir,
+  hostDiskDir: config.hostDiskDir,
+  httpPort: ops.port,
+  heartbeatMs: config.heartbeatMs,
+  leaseNamespace: config.leaseNamespace,
+  drives: config.driveSelectors.map((d) => d.text),
+});
 
 await agent.run(shutdownSignal(log));
 await ops.close();

@@ -13,12 +13,17 @@ import { constants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISK_SUFFIX, MARKER_CONTENT, MARKER_SUFFIX } from '../api/constants.ts';
+import { isDriveId } from '../api/names.ts';
 import { fileTypeOf, type FileType } from './discover.ts';
 import { fsyncDir } from '../lib/runtime/fsync-dir.ts';
 
-/** The marker file's name beside a disk image: `<disk>.img.reserved`. */
+/**
+ * The marker file's name: `<disk>.img.reserved` beside a disk image; a drive has no directory of its own,
+ * so its marker is `drive-<identity>.reserved` in the disk dir (ADR 44), where a person on the node sees
+ * every reservation with one `ls`.
+ */
 export function markerName(diskID: string): string {
-  return `${diskID}${DISK_SUFFIX}${MARKER_SUFFIX}`;
+  return isDriveId(diskID) ? `${diskID}${MARKER_SUFFIX}` : `${diskID}${DISK_SUFFIX}${MARKER_SUFFIX}`;
 }
 
 export type MarkerState =

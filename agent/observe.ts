@@ -1,7 +1,8 @@
 // What the agent reports: the phase says what is on disk, after the fact.
 import { FINALIZER, RECOVERED_OWNER } from '../api/constants.ts';
-import type { NodeStatus } from '../api/v1alpha1/types.ts';
+import type { DriveFacts, NodeStatus } from '../api/v1alpha1/types.ts';
 import type { DiskFile } from './discover.ts';
+import { whyNotTaken } from './drive-scan.ts';
 import type { MarkerState } from './markers.ts';
 
 export interface Observation {
@@ -20,6 +21,10 @@ export interface Observation {
   deletionHeld?: boolean;
   /** Other files of the disk dir whose names make this NodeDisk's name: ignored, this disk keeps it. */
   rivals?: string[] | undefined;
+  /** spec.desired says Reserved: a drive mounted by its holder is in use, not refused. */
+  held?: boolean;
+  /** A drive's facts last reported, kept while it is missing. */
+  previousDrive?: DriveFacts | undefined;
 }
 
 export function observedStatus(o: Observation): Omit<NodeStatus, 'lastSeenTime'> {
@@ -49,10 +54,28 @@ function baseStatus(o: Observation): Omit<NodeStatus, 'lastSeenTime'> {
     return {
       phase: 'Missing',
       ...(o.previousCapacity !== undefined ? { capacityBytes: o.previousCapacity } : {}),
-      message: `disk image ${o.hostPath} is not on the node; the NodeDisk and its reservation are kept`,
+      ...(o.previousDrive !== undefined ? { drive: o.previousDrive } : {}),
+      message: o.previousDrive
+        ? `drive ${o.hostPath} is not on the node (pulled, failed, or no longer chosen by the agent's --drive); the NodeDisk and its reservation are kept`
+        : `disk image ${o.hostPath} is not on the node; the NodeDisk and its reservation are kept`,
     };
   }
+  const found = { ...o, file: o.file };
+  const drive = o.file.drive;
+  if (drive) {
+    const status = imageOrDriveStatus(found);
+    const why = whyNotTaken(drive, o.held === true);
+    // Refusals keep a free drive from anyone; a reserved one is its holder's to use as it likes.
+    if (why.length && status.phase === 'Available')
+      return { ...status, phase: 'Error', message: `drive ${o.hostPath} (${drive.facts.device}) is not taken: ${why.join('; ')}`, drive: drive.facts };
+    return { ...status, drive: drive.facts };
+  }
+  return imageOrDriveStatus(found);
+}
+
+function imageOrDriveStatus(o: Observation & { file: DiskFile }): Omit<NodeStatus, 'lastSeenTime'> {
   const capacityBytes = o.file.sizeBytes;
+  const what = o.file.drive ? 'drive' : 'disk image';
   if (o.actionError) return { phase: 'Error', capacityBytes, message: o.actionError };
   if (o.marker.kind === 'invalid') return { phase: 'Error', capacityBytes, message: o.marker.reason };
   if (capacityBytes === 0) {
@@ -60,7 +83,9 @@ function baseStatus(o: Observation): Omit<NodeStatus, 'lastSeenTime'> {
     return {
       phase: 'Error',
       capacityBytes,
-      message: `disk image ${o.hostPath} is empty (0 bytes) and cannot be used; give it a size (truncate -s <size> ${o.hostPath})${o.marker.kind === 'present' ? '; reservation marker present' : ''}`,
+      message: o.file.drive
+        ? `${what} ${o.hostPath} reports no size (no medium?) and cannot be used${o.marker.kind === 'present' ? '; reservation marker present' : ''}`
+        : `disk image ${o.hostPath} is empty (0 bytes) and cannot be used; give it a size (truncate -s <size> ${o.hostPath})${o.marker.kind === 'present' ? '; reservation marker present' : ''}`,
     };
   }
   if (o.marker.kind === 'present') return { phase: 'Reserved', capacityBytes, message: o.marker.wrong ? `reservation marker present, but it ${o.marker.wrong}` : 'reservation marker present' };
@@ -75,6 +100,7 @@ export function statusChanged(current: NodeStatus | undefined, next: Omit<NodeSt
     (current?.message ?? '') !== (next.message ?? '') ||
     (current?.nodeUID ?? '') !== (next.nodeUID ?? '') ||
     (current?.wipedFor ?? '') !== (next.wipedFor ?? '') ||
-    (current?.holdsData === true) !== (next.holdsData === true)
+    (current?.holdsData === true) !== (next.holdsData === true) ||
+    JSON.stringify(current?.drive ?? null) !== JSON.stringify(next.drive ?? null)
   );
 }

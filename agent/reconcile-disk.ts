@@ -11,14 +11,14 @@
 // alone (no marker written or removed here, no report, no finalizer change) and the controller says so;
 // not reserved, nothing of it is worth keeping, so its finalizer (a marker on the other machine) is let go
 // and it is reported afresh, as this machine's disk.
-import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../api/constants.ts';
+import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_MEDIA, LABEL_NODE, RECOVERED_OWNER } from '../api/constants.ts';
 import type { NodeDiskClient } from '../api/client.ts';
-import { diskIdFromFileName, diskPath, labelValue, nodeDiskName } from '../api/names.ts';
+import { diskIdFromFileName, diskPath, isDriveId, labelValue, nodeDiskName } from '../api/names.ts';
 import type { NodeDisk, NodeStatus } from '../api/v1alpha1/types.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import { pendingWipe } from '../api/wipe.ts';
 import type { Logger } from '../lib/runtime/log.ts';
-import type { Discovery } from './discover.ts';
+import type { Discovery, DiskFile } from './discover.ts';
 import { loopDevicesHolding } from './loop-attached.ts';
 import { ensureMarker, markerState, removeMarker } from './markers.ts';
 import type { AgentMetrics } from './metrics.ts';
@@ -72,14 +72,15 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   const file = discovery.disks.get(diskID);
   const ignored = discovery.ignored.find((f) => diskIdFromFileName(f.name) === diskID);
   let nd = cache.get(name);
-  const hostPath = diskPath(hostDiskDir, diskID);
+  // A drive's path is the by-id name it was found by; an image's follows from its diskID.
+  const hostPath = isDriveId(diskID) ? (file?.hostPath ?? nd?.spec.path ?? '') : diskPath(hostDiskDir, diskID);
 
   // A file whose name makes a NodeDisk name another disk keeps: that disk reports it, nothing acts on it.
   if (!file && ignored?.collidesWith !== undefined) return {};
   await ctx.reportAliases(diskID, name);
   if (!nd) {
     if (!file) return {};
-    nd = await createNodeDisk(ctx, diskID, name, hostPath, file.sizeBytes);
+    nd = await createNodeDisk(ctx, diskID, name, hostPath, file);
   }
   if (nd.spec.nodeName !== nodeName || nd.spec.diskID !== diskID) {
     log.error('NodeDisk name collides with another disk; leaving it alone', { nodeDisk: name, diskID, existing: nd.spec });
@@ -127,7 +128,10 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   const wipe = desired !== 'Reserved' ? pendingWipe(nd) : undefined;
   let wipedNow: string | undefined;
   let waitingForLoop: string | undefined;
-  if (wipe !== undefined && file) {
+  if (wipe !== undefined && file?.drive) {
+    // The agent has no device access (ADR 10): a drive is wiped by the node side's privileged container.
+    actionError = `cannot wipe drive ${hostPath} (wipe request ${wipe}): this version wipes disk images only (docs/drives.md); the drive stays held, as every disk with an open wipe request is`;
+  } else if (wipe !== undefined && file) {
     // Wiping is said once per request: a wipe that keeps failing stays the Error it was reported as,
     // tried again at each rescan without a write.
     const failedBefore = ctx.actionErrors.get(diskID)?.startsWith(`cannot wipe the disk image (wipe request ${wipe})`) === true;
@@ -199,6 +203,8 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
     previousCapacity: nd.status?.node?.capacityBytes,
     owner: nd.spec.desired?.owner,
     deletionHeld: deleting && desired === 'Reserved' && isProtected(nd),
+    held: desired === 'Reserved',
+    previousDrive: nd.status?.node?.drive,
     rivals: discovery.ignored.filter((f) => f.collidesWith === diskID).map((f) => f.name),
   });
   if (!file && ignored) next = { ...next, phase: 'Error', message: `disk image ${hostPath} ${ignored.reason}` };
@@ -209,7 +215,8 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   // while it was down, an image renamed from a disk that held a volume): bytes allocated to the image.
   const wipedFor = wipedNow ?? nd.status?.node?.wipedFor;
   if (wipedFor !== undefined) next = { ...next, wipedFor };
-  const written = file !== undefined && (file.allocatedBytes ?? 0) > 0;
+  // A drive's bytes cannot be seen from here: it may hold data until the node side has wiped it.
+  const written = file !== undefined && (file.drive !== undefined || (file.allocatedBytes ?? 0) > 0);
   if (wipedNow === undefined && (onDisk.kind === 'present' || nd.status?.node?.holdsData === true || written)) next = { ...next, holdsData: true };
 
   // Written only when the report changed: the node's heartbeat Lease says the agent is alive (ADR 24).
@@ -249,7 +256,8 @@ async function report(ctx: ReconcileContext, nd: NodeDisk, next: Omit<NodeStatus
  * reinstalled): the NodeDisk is created reserved for RECOVERED_OWNER, with its finalizer, rather than as a
  * free disk whose marker would then be removed (ADR 12).
  */
-async function createNodeDisk(ctx: ReconcileContext, diskID: string, name: string, hostPath: string, sizeBytes: number): Promise<NodeDisk> {
+async function createNodeDisk(ctx: ReconcileContext, diskID: string, name: string, hostPath: string, disk: DiskFile): Promise<NodeDisk> {
+  const { sizeBytes } = disk;
   const { nodeName, diskDir, client, cache, log, metrics } = ctx;
   const recovered = (await markerState(diskDir, diskID)).kind === 'present';
   let nd: NodeDisk;
@@ -260,7 +268,7 @@ async function createNodeDisk(ctx: ReconcileContext, diskID: string, name: strin
         kind: KIND,
         metadata: {
           name,
-          labels: { [LABEL_NODE]: labelValue(nodeName), [LABEL_DISK]: labelValue(diskID) },
+          labels: { [LABEL_NODE]: labelValue(nodeName), [LABEL_DISK]: labelValue(diskID), ...(disk.drive ? { [LABEL_MEDIA]: disk.drive.facts.media } : {}) },
           ...(recovered ? { finalizers: [FINALIZER] } : {}),
         },
         spec: { nodeName, diskID, path: hostPath, ...(recovered ? { desired: { state: 'Reserved', owner: RECOVERED_OWNER } } : {}) },

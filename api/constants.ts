@@ -14,6 +14,15 @@ export const CRD_NAME = `${PLURAL}.${GROUP}`;
 /** Labels the agent sets at creation so people can select by node and disk. */
 export const LABEL_NODE = `${GROUP}/node`;
 export const LABEL_DISK = `${GROUP}/disk`;
+/** Set by the agent when it creates a drive's NodeDisk: what the drive is (nvme, ssd, hdd), for selectors and classes (ADR 44). */
+export const LABEL_MEDIA = `${GROUP}/media`;
+/**
+ * A drive's diskID is this prefix and its identity (ADR 44). A disk image's name may not begin so, so an
+ * image and a drive never make one NodeDisk name.
+ */
+export const DRIVE_ID_PREFIX = 'drive-';
+/** Where udev puts the stable names of a node's drives; the agent's --by-id-dir. */
+export const DEFAULT_BY_ID_DIR = '/dev/disk/by-id';
 /** Set by people or git, never by the programs: the controller's policy reads it. */
 export const LABEL_AUTO_RESERVE = `${GROUP}/auto-reserve`;
 export const AUTO_RESERVE_VALUE = 'true';

@@ -3,7 +3,7 @@
 // these functions let the agent and the plugin reject bad input before a round trip, with a reason.
 
 import { posix } from 'node:path';
-import { DISK_SUFFIX, MAX_DISK_ID_LENGTH, MAX_LABEL_VALUE_LENGTH, MAX_NAME_LENGTH } from './constants.ts';
+import { DISK_SUFFIX, DRIVE_ID_PREFIX, MAX_DISK_ID_LENGTH, MAX_LABEL_VALUE_LENGTH, MAX_NAME_LENGTH } from './constants.ts';
 
 /** A Kubernetes DNS subdomain (RFC 1123), as node names are. */
 export const DNS_SUBDOMAIN_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
@@ -90,4 +90,9 @@ export function diskIdFromFileName(fileName: string): string | undefined {
 /** Host path of a disk's image file, as stored in `spec.path`. */
 export function diskPath(diskDir: string, diskID: string): string {
   return posix.join(diskDir, `${diskID}${DISK_SUFFIX}`);
+}
+
+/** Whether a diskID names a drive (`drive-<identity>`), not a disk image. */
+export function isDriveId(diskID: string): boolean {
+  return diskID.startsWith(DRIVE_ID_PREFIX);
 }

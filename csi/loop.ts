@@ -7,7 +7,7 @@
 // attached it, and once that namespace is gone (this program's container restarted) the path it reports
 // is relative to the detached mount of the disk dir (`/disk1.img`). The inode stays what it was.
 import { stat } from 'node:fs/promises';
-import { splitDeviceNumber } from './mountinfo.ts';
+import { splitDeviceNumber } from '../api/staged-record.ts';
 import { NodeVolumeError } from './node-errors.ts';
 import { runTool } from './run-tool.ts';
 

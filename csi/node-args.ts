@@ -1,7 +1,7 @@
 // The arguments of the node side's operations, checked before anything on the node is touched: paths,
 // the volume mode, mount options (one option an element, none that changes what mount does), the
 // filesystem type among those this node offers.
-import { canonicalPath } from './mountinfo.ts';
+import { canonicalPath } from '../lib/runtime/mountinfo.ts';
 import { NodeVolumeError } from './node-errors.ts';
 import { hasTool } from './run-tool.ts';
 

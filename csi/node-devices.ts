@@ -3,7 +3,8 @@
 // device once no mount uses it. A device is known by its numbers, never by a name.
 import * as fsp from 'node:fs/promises';
 import { detachLoop, listLoopDevices, type LoopDevice, sameAttachment } from './loop.ts';
-import { type MountEntry, readMounts, splitDeviceNumber, topMountAt } from './mountinfo.ts';
+import { type MountEntry, readMounts, topMountAt } from '../lib/runtime/mountinfo.ts';
+import { splitDeviceNumber } from '../api/staged-record.ts';
 import { NodeVolumeError } from './node-errors.ts';
 import { runTool } from './run-tool.ts';
 

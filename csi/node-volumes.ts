@@ -12,7 +12,8 @@ import * as fsp from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { OneAtATime } from '../lib/runtime/one-at-a-time.ts';
 import { attachLoop, devicesOfImage, type ImageRef, imageRef, type LoopDevice, listLoopDevices } from './loop.ts';
-import { isReadOnly, type MountEntry, readMounts, splitDeviceNumber, topMountAt } from './mountinfo.ts';
+import { isReadOnly, type MountEntry, readMounts, topMountAt } from '../lib/runtime/mountinfo.ts';
+import { splitDeviceNumber } from '../api/staged-record.ts';
 import { absolutePath, errnoOf, fsTypeArg, modeArg, mountOptionsArg, PER_MOUNT_FLAGS, pathArg, readOnlyByOptions, type VolumeMode } from './node-args.ts';
 import { BLKID_TIMEOUT_MS, deviceNode, detachUnmounted, format, isFilesystemOf, MOUNT_TIMEOUT_MS, probe, sameNumber, unmountAll } from './node-devices.ts';
 import { NodeVolumeError } from './node-errors.ts';
@@ -20,7 +21,7 @@ import { checkImage, existingImage } from './node-images.ts';
 import { runTool } from './run-tool.ts';
 import { liveRecordsAt, removeStagedRecords, stagedRecordOf, writeStagedRecord } from './staged-records.ts';
 
-export { isMountPoint } from './mountinfo.ts';
+export { isMountPoint } from '../lib/runtime/mountinfo.ts';
 export { supportedFsTypes, type VolumeMode } from './node-args.ts';
 export { imagesNamed, openImage } from './node-images.ts';
 export { isNodeVolumeError, NodeVolumeError, type NodeVolumeErrorCode } from './node-errors.ts';

@@ -21,7 +21,7 @@ import {
 } from '../constants.ts';
 import { DISK_ID_PATTERN, DNS_SUBDOMAIN_PATTERN } from '../names.ts';
 import { canonicalNameRule } from './name-rule.ts';
-import { DESIRED_STATES, NODE_PHASES } from './types.ts';
+import { DESIRED_STATES, DRIVE_MEDIA, NODE_PHASES } from './types.ts';
 
 /** The subset of OpenAPI v3 (structural schema) this CRD uses. */
 export interface SchemaProps {
@@ -110,7 +110,7 @@ export const conditionSchema: SchemaProps = {
 export const nodeDiskSchema: SchemaProps = {
   type: 'object',
   description:
-    'NodeDisk is one disk image file (<disk>.img) on one node, found by the node agent, and its reservation. Reserve it with the label localtest.example.com/auto-reserve=true (the controller sets spec.desired for owner auto) or by setting spec.desired yourself (kubectl nodedisks reserve --owner).',
+    'NodeDisk is one disk image file (<disk>.img) or one drive the admin chose (drive-<identity>) on one node, found by the node agent, and its reservation. Reserve it with the label localtest.example.com/auto-reserve=true (the controller sets spec.desired for owner auto) or by setting spec.desired yourself (kubectl nodedisks reserve --owner).',
   required: ['spec'],
   'x-kubernetes-validations': [canonicalNameRule],
   properties: {
@@ -124,8 +124,8 @@ export const nodeDiskSchema: SchemaProps = {
       required: ['nodeName', 'diskID', 'path'],
       'x-kubernetes-validations': [
         {
-          rule: "self.path.endsWith('/' + self.diskID + '.img')",
-          message: "spec.path must be the host path of the disk image: it must end with '/<spec.diskID>.img'",
+          rule: "self.diskID.startsWith('drive-') ? self.path.startsWith('/') : self.path.endsWith('/' + self.diskID + '.img')",
+          message: "spec.path must be the host path of the disk image, ending with '/<spec.diskID>.img' (or for a drive-<identity> disk, the absolute path of the drive's stable name)",
           fieldPath: '.path',
         },
       ],
@@ -236,6 +236,21 @@ export const nodeDiskSchema: SchemaProps = {
               description:
                 'True when the image may hold the bytes of a previous reservation: it was reserved since it was last wiped, or the agent finds bytes written to it (allocated blocks) that no reservation it saw accounts for (one made and released while it was down, an image renamed from a disk that held a volume). A free disk that holds data is handed out as it is, never as a PV; kubectl nodedisks release --wipe wipes it first.',
             },
+            drive: {
+              type: 'object',
+              description:
+                'What a drive reports about itself, read from sysfs (absent for a disk image). Its diskID is drive-<identity>, from its WWN, EUI or serial: the kernel name here may change at a reboot, the NodeDisk does not.',
+              required: ['device', 'media', 'transport', 'logicalBlockSize', 'physicalBlockSize'],
+              properties: {
+                device: { type: 'string', description: "The kernel's name for the drive now (nvme0n1, sdb).", maxLength: 64 },
+                model: { type: 'string', description: 'The model the drive reports.', maxLength: 128 },
+                serial: { type: 'string', description: 'The serial number the drive reports.', maxLength: 128 },
+                media: { type: 'string', description: 'nvme, ssd (not rotational) or hdd (rotational).', enum: DRIVE_MEDIA },
+                transport: { type: 'string', description: 'How it is attached: nvme, sata, sas, scsi, usb, virtio or other.', maxLength: 16 },
+                logicalBlockSize: { type: 'integer', description: 'The smallest unit the drive addresses, in bytes.', minimum: 0 },
+                physicalBlockSize: { type: 'integer', description: 'The unit the drive writes in, in bytes.', minimum: 0 },
+              },
+            },
           },
         },
         controller: {
@@ -272,6 +287,8 @@ export const printerColumns: PrinterColumn[] = [
   { name: 'Phase', type: 'string', jsonPath: '.status.node.phase' },
   { name: 'Owner', type: 'string', jsonPath: '.spec.desired.owner', priority: 1 },
   { name: 'Capacity', type: 'integer', jsonPath: '.status.node.capacityBytes', priority: 1 },
+  // nvme, ssd or hdd for a drive (ADR 44); empty for a disk image.
+  { name: 'Media', type: 'string', jsonPath: '.status.node.drive.media', priority: 1 },
   { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', priority: 1 },
   // The label of kubectl nodedisks cordon (ADR 35): "true" on a disk nobody hands out.
   { name: 'Cordoned', type: 'string', jsonPath: '.metadata.labels.localtest\\.example\\.com/cordoned', priority: 1 },

@@ -39,6 +39,22 @@ export interface NodeDiskSpec {
   desired?: DesiredSpec;
 }
 
+export const DRIVE_MEDIA = ['nvme', 'ssd', 'hdd'] as const;
+export type DriveMedia = (typeof DRIVE_MEDIA)[number];
+
+/** What a drive reports about itself (ADR 44); absent for a disk image. */
+export interface DriveFacts {
+  /** The kernel's name for it now (`nvme0n1`, `sdb`): it may change at a reboot; the diskID does not. */
+  device: string;
+  model?: string;
+  serial?: string;
+  media: DriveMedia;
+  /** nvme, sata, sas, scsi, usb, virtio or other. */
+  transport: string;
+  logicalBlockSize: number;
+  physicalBlockSize: number;
+}
+
 /** Written by the agent only. */
 export interface NodeStatus {
   phase?: NodePhase;
@@ -51,6 +67,8 @@ export interface NodeStatus {
   wipedFor?: string;
   /** True when the image may hold a previous owner's bytes: reserved since it was last wiped (or found reserved). */
   holdsData?: boolean;
+  /** The drive's facts, for a drive. */
+  drive?: DriveFacts;
 }
 
 /** Written by the controller only: the seed's two fields (its conditions are at status.conditions, ADR 20). */

@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import test from 'ava';
-import { byIdLinks, type Drive, identityOf, scanDrives, transportOf } from '../../agent/drive-scan.ts';
+import { byIdLinks, type Drive, identityOf, scanDrives, transportOf, whyNotTaken } from '../../agent/drive-scan.ts';
 import { parseDriveSelector, selectDrives } from '../../agent/drive-select.ts';
 
 const GiB = 2 ** 30;
@@ -160,7 +160,7 @@ test('NVMe, SATA SSD, HDD, SAS and virtio drives: identity, media, transport and
 
 test("the node's root disk, partitioned and mounted, is never taken, and says why", async (t) => {
   const { drives } = await scan([ROOT]);
-  t.deepEqual(byName(drives, 'vda').refusals, [
+  t.deepEqual(whyNotTaken(byName(drives, 'vda')), [
     'reports no identity (no WWN, EUI or serial): it could not be told from another drive after a reboot',
     "holds the node's root or boot filesystem",
     'has partitions (vda1, vda15)',
@@ -179,7 +179,14 @@ test('a drive mounted whole, held by device-mapper or md, or read-only is refuse
   );
   t.deepEqual(byName(drives, 'sda').refusals, ['is held by dm-0 (device-mapper, md or another layer)']);
   t.deepEqual(byName(drives, 'sdb').refusals, ['is read-only']);
-  t.deepEqual(byName(drives, 'sdc').refusals, ['is mounted at /var/lib/data']);
+  t.deepEqual(whyNotTaken(byName(drives, 'sdc')), ['is mounted at /var/lib/data']);
+  // Its holder mounting it (the CSI node side staging a reserved drive) is use, not a refusal.
+  t.deepEqual(whyNotTaken(byName(drives, 'sdc'), true), []);
+});
+
+test('a model or serial with control characters reaches status and logs as printable text', async (t) => {
+  const { drives } = await scan([{ ...SATA_SSD, device: { ...SATA_SSD.device, model: 'Evil\u001b[31mSSD\u0007' } }]);
+  t.is(byName(drives, 'sda').model, 'Evil?[31mSSD?');
 });
 
 test('sdb becoming sdc after a reboot is the same drive: identity never comes from the kernel name', async (t) => {
@@ -280,4 +287,17 @@ test('a selector that cannot be understood is an error naming the term and what 
   t.throws(() => parseDriveSelector('colour=red'), { message: /unknown term "colour"/ });
   t.throws(() => parseDriveSelector('model'), { message: /has no value/ });
   t.throws(() => parseDriveSelector('model=a\x1b[2Jb'), { message: /control character/ });
+});
+
+test('a filesystem mounted where the agent cannot see (the host, another container) refuses the drive: sysfs lists it for the whole kernel', async (t) => {
+  const tr = await tree([HDD, SATA_SSD]);
+  try {
+    await mkdir(join(tr.sysRoot, 'fs', 'xfs', 'sdb'), { recursive: true });
+    await mkdir(join(tr.sysRoot, 'fs', 'ext4', 'features'), { recursive: true });
+    const drives = await scanDrives({ sysRoot: tr.sysRoot, byIdDir: tr.byIdDir, mounts: [] });
+    t.deepEqual(whyNotTaken(byName(drives, 'sdb')), ["is mounted at a place this node's agent cannot see (sdb has a mounted xfs filesystem)"]);
+    t.deepEqual(whyNotTaken(byName(drives, 'sda')), []);
+  } finally {
+    await tr.done();
+  }
 });

@@ -1,4 +1,4 @@
-// csi/mountinfo.ts and csi/loop.ts, the parts that read what the kernel says: mountinfo lines (optional
+// lib/runtime/mountinfo.ts and csi/loop.ts, the parts that read what the kernel says: mountinfo lines (optional
 // fields, octal escapes in paths), device numbers, and losetup's JSON list (a removed backing file, paths
 // that only start alike).
 import { readFileSync, statSync } from 'node:fs';
@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { devicesOfImage, parseLosetupList } from '../../csi/loop.ts';
-import { canonicalPath, isReadOnly, mountsAt, parseMountInfo, splitDeviceNumber, topMountAt, unescapeMountField } from '../../csi/mountinfo.ts';
+import { splitDeviceNumber } from '../../api/staged-record.ts';
+import { canonicalPath, isReadOnly, mountsAt, parseMountInfo, topMountAt, unescapeMountField } from '../../lib/runtime/mountinfo.ts';
 
 const SAMPLE = [
   '22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw,errors=remount-ro',

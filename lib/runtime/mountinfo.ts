@@ -8,8 +8,6 @@
 import { readFile, realpath } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 
-export { splitDeviceNumber } from '../api/staged-record.ts';
-
 export interface MountEntry {
   id: number;
   parentId: number;
