@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import test from 'ava';
-import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE, LABEL_DISK, LABEL_NODE, RECOVERED_OWNER } from '../../api/constants.ts';
+import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_AUTO_RESERVE, LABEL_DISK, LABEL_MEDIA, LABEL_NODE, RECOVERED_OWNER } from '../../api/constants.ts';
 import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT } from '../../api/heartbeat-lease.ts';
 import { labelValue } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
@@ -279,6 +279,37 @@ test('the agent creates only NodeDisks whose labels derive from spec, whose spec
   await attempt('an ownerReference', (d) => (d.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name: 'node-cr', uid }]), /no annotations and no ownerReferences/);
   const ok = await agent.create(newNodeDisk('node-cr', 'disk1'), { fieldManager: FIELD_MANAGER.agent });
   t.deepEqual(ok.metadata.labels, { [LABEL_NODE]: 'node-cr', [LABEL_DISK]: 'disk1' });
+});
+
+// A drive's NodeDisk (ADR 44): its path is a name in the by-id dir, and it alone may carry the media label.
+test("the agent creates a drive's NodeDisk only with a path in the by-id dir and a media label of nvme, ssd or hdd; an image's carries no media label", async (t) => {
+  const agent = nodeDisksFor(await controlPlane().agent('node-dr'));
+  const drive = (path: string, media?: string) => {
+    const d = newNodeDisk('node-dr', 'drive-wwn-5000c500a1b2c3d4');
+    d.spec.path = path;
+    if (media !== undefined) d.metadata.labels![LABEL_MEDIA] = media;
+    return d;
+  };
+  const byId = '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4';
+  for (const p of ['/dev/sda', '/dev/disk/by-id/sub/wwn-0x5000c500a1b2c3d4', '/etc/passwd', '/dev/disk/by-id/']) {
+    const err = await denied(t, agent.create(drive(p, 'hdd'), { fieldManager: FIELD_MANAGER.agent }));
+    t.regex(err.message, /may create a drive NodeDisk only of a name in the by-id dir this install configures: spec\.path must be \/dev\/disk\/by-id\/<name>/, p);
+  }
+  // The CRD's own rule refuses a path that climbs out, before any policy is asked.
+  const climbing = await agent.create(drive('/dev/disk/by-id/../../sda', 'hdd'), { fieldManager: FIELD_MANAGER.agent }).catch((e: Error) => e);
+  t.regex(String(climbing), /spec\.path must not contain '\.' or '\.\.' segments/);
+  for (const media of ['tape', '']) {
+    const err = await denied(t, agent.create(drive(byId, media), { fieldManager: FIELD_MANAGER.agent }));
+    t.regex(err.message, /and on a drive's, localtest\.example\.com\/media nvme, ssd or hdd/, media);
+  }
+  const image = newNodeDisk('node-dr', 'disk1');
+  image.metadata.labels![LABEL_MEDIA] = 'nvme';
+  t.regex((await denied(t, agent.create(image, { fieldManager: FIELD_MANAGER.agent }))).message, /may set only the localtest\.example\.com\/node and localtest\.example\.com\/disk labels/);
+  const ok = await agent.create(drive(byId, 'hdd'), { fieldManager: FIELD_MANAGER.agent });
+  t.is(ok.metadata.labels?.[LABEL_MEDIA], 'hdd');
+  // Once created, the label is the agent's no more than any other.
+  const relabel = agent.mergePatch(ok.metadata.name!, { metadata: { labels: { [LABEL_MEDIA]: 'nvme' } } }, { fieldManager: FIELD_MANAGER.agent });
+  t.is((await denied(t, relabel)).statusCode, 403);
 });
 
 test('for names too long for a label value, the agent labels with the shortened value and a forged head is refused', async (t) => {
