@@ -172,7 +172,7 @@ test.serial('the bundles the images copy start and do their job', async (t) => {
 });
 
 test('the kustomize bases are shaped like kubebuilder config/', (t) => {
-  for (const dir of [...BASES, 'default', 'components/seeder', 'components/prometheus', 'overlays/dev', 'overlays/production']) {
+  for (const dir of [...BASES, 'default', 'components/seeder', 'components/prometheus', 'components/nvme-drives', 'overlays/dev', 'overlays/production']) {
     const k = load(readFileSync(join(REPO_ROOT, 'kustomize', dir, 'kustomization.yaml'), 'utf8')) as { kind: string };
     t.true(['Kustomization', 'Component'].includes(k.kind), dir);
   }

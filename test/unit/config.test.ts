@@ -61,3 +61,17 @@ test('controller concurrency and client-side rate limit: defaults, and bad value
   t.throws(() => parseControllerConfig(['--kube-api-qps=fast']), { message: /--kube-api-qps must be a positive number/ });
   t.throws(() => parseControllerConfig(['--kube-api-burst=1.5']), { message: /--kube-api-burst must be a positive integer, got 1.5/ });
 });
+
+test('agent: --drive chooses drives (repeatable, nothing by default); a bad selector or a relative by-id dir is an error naming it', (t) => {
+  t.deepEqual(parseAgentConfig([], { NODE_NAME: 'node-a' }).driveSelectors, []);
+  const c = parseAgentConfig(['--drive=media=nvme', '--drive', 'by-id=wwn-0x5000c500*,min-size=1Ti'], { NODE_NAME: 'node-a' });
+  t.deepEqual(
+    c.driveSelectors.map((d) => d.text),
+    ['media=nvme', 'by-id=wwn-0x5000c500*,min-size=1Ti'],
+  );
+  t.is(c.byIdDir, '/dev/disk/by-id');
+  t.is(c.hostByIdDir, '/dev/disk/by-id');
+  t.throws(() => parseAgentConfig(['--drive=media=tape'], { NODE_NAME: 'node-a' }), { message: /media is one of nvme, ssd, hdd, not "tape"/ });
+  t.throws(() => parseAgentConfig(['--drive=size=1Ti'], { NODE_NAME: 'node-a' }), { message: /unknown term "size"/ });
+  t.throws(() => parseAgentConfig(['--by-id-dir=dev/disk/by-id'], { NODE_NAME: 'node-a' }), { message: /--by-id-dir must be an absolute path/ });
+});

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { loadAll } from 'js-yaml';
-import { DEFAULT_DISK_DIR } from '../../api/constants.ts';
+import { DEFAULT_BY_ID_DIR, DEFAULT_DISK_DIR } from '../../api/constants.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 
 interface Policy {
@@ -104,4 +104,13 @@ test("the agent policy's disk dir is the one the DaemonSet mounts and the agent 
   for (const overlay of readdirSync(join(REPO_ROOT, 'kustomize/overlays'))) {
     t.notRegex(readFileSync(join(REPO_ROOT, 'kustomize/overlays', overlay, 'kustomization.yaml'), 'utf8'), /disk-dir|hostPath|mountPath/, overlay);
   }
+});
+
+test("the agent policy's by-id dir is the one the drives component mounts, read-only, and the agent reads by default", (t) => {
+  const agent = policies.find((p) => p.metadata.name === 'nodedisks-agent.localtest.example.com')!;
+  t.is(agent.spec.variables?.find((v) => v.name === 'byIdDir')?.expression, `'${DEFAULT_BY_ID_DIR}'`);
+  const component = readFileSync(join(REPO_ROOT, 'kustomize/components/nvme-drives/kustomization.yaml'), 'utf8');
+  t.regex(component, new RegExp(`\\{name: by-id, mountPath: ${DEFAULT_BY_ID_DIR}, readOnly: true\\}`));
+  t.regex(component, new RegExp(`hostPath: \\{path: ${DEFAULT_BY_ID_DIR}, type: Directory\\}`));
+  t.notRegex(component, /--by-id-dir/, 'the agent reads the default dir, mounted at the same path');
 });
