@@ -120,9 +120,4 @@ export class NodeDrives {
     for (const line of now) if (!this.said.has(line)) this.o.log.warn(line);
     this.said = now;
   }
-
-  /** Chosen drives that are no NodeDisk, with why (for the metrics and readiness text). */
-  get unnamed(): number {
-    return this.said.size;
-  }
 }

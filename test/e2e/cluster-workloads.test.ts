@@ -28,7 +28,7 @@ test.serial('the seed walk-through: a label reserves a disk, its marker appears 
   const nd = ndName(M02, 'disk1');
   // Discovery, as the seed's `kubectl get nodedisks -o wide` shows it.
   const wide = await k(['get', 'nodedisks', '-o', 'wide']);
-  t.regex(wide, /^NAME\s+NODE\s+DISK\s+DESIRED\s+PHASE\s+OWNER\s+CAPACITY\s+READY\s+CORDONED\s+AGE$/m);
+  t.regex(wide, /^NAME\s+NODE\s+DISK\s+DESIRED\s+PHASE\s+OWNER\s+CAPACITY\s+MEDIA\s+READY\s+CORDONED\s+AGE$/m);
   for (const n of NODE_NAMES) for (const d of ['disk1', 'disk2', 'disk3']) t.regex(wide, new RegExp(`^${ndName(n, d)}\\s+${n}\\s+${d}\\s+Available\\s+Available\\s`, 'm'));
   t.deepEqual(await allMarkers(), { [M02]: [], [M03]: [], [M04]: [] });
 

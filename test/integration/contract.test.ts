@@ -140,7 +140,7 @@ test('kubectl get -o wide prints the seed columns plus wide ones, with both kube
     t.regex(narrow, /^NAME\s+NODE\s+DISK\s+DESIRED\s+PHASE\s*\n/);
     t.regex(narrow, /node-disk-node-kubectl-disk1\s+node-kubectl\s+disk1\s+Available\s+Available/);
     const wide = await runKubectl(bin, ['--kubeconfig', cp.admin().kubeconfig, 'get', 'ndisk', '-o', 'wide', '-l', 'localtest.example.com/node=node-kubectl']);
-    t.regex(wide, /^NAME\s+NODE\s+DISK\s+DESIRED\s+PHASE\s+OWNER\s+CAPACITY\s+READY\s+CORDONED\s+AGE\s*\n/);
+    t.regex(wide, /^NAME\s+NODE\s+DISK\s+DESIRED\s+PHASE\s+OWNER\s+CAPACITY\s+MEDIA\s+READY\s+CORDONED\s+AGE\s*\n/);
     t.regex(wide, /node-disk-node-kubectl-disk1\s+node-kubectl\s+disk1\s+Available\s+Available\s+67108864\s+\d+s/);
     const selected = await runKubectl(bin, ['--kubeconfig', cp.admin().kubeconfig, 'get', 'nodedisks', '--field-selector', 'spec.nodeName=node-kubectl', '-o', 'name']);
     t.is(selected.trim(), `nodedisk.localtest.example.com/${d.metadata.name}`);

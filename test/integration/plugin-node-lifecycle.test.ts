@@ -78,7 +78,7 @@ test.serial('cordon takes a disk out of what is handed out, says so in list -o w
   t.is((await admin().get(d3)).metadata.labels?.[LABEL_CORDONED], undefined);
 
   const wide = await nd('list', '--node', LIVE, '-o', 'wide');
-  t.regex(wide.stdout, /^NAME\s+NODE\s+DISK\s+DESIRED\s+PHASE\s+OWNER\s+CAPACITY\s+READY\s+CORDONED\s+AGE\n/);
+  t.regex(wide.stdout, /^NAME\s+NODE\s+DISK\s+DESIRED\s+PHASE\s+OWNER\s+CAPACITY\s+MEDIA\s+READY\s+CORDONED\s+AGE\n/);
   t.regex(wide.stdout, new RegExp(`\\n${d1}\\s+${LIVE}\\s+disk1\\s+Available\\s+Available\\s+\\d+\\s+True\\s+true\\s+\\S+\\n`));
   t.regex(wide.stdout, new RegExp(`\\n${d2}\\s+${LIVE}\\s+disk2\\s+Available\\s+Available\\s+\\d+\\s+True\\s+\\S+\\n`));
   t.regex((await nd('status', d1)).stdout, /Cordoned:\s+yes \(label localtest\.example\.com\/cordoned=true\): handed out by nobody; kubectl nodedisks uncordon puts it back/);

@@ -68,7 +68,7 @@ test.serial('list prints kubectl tables, selections and the other formats', asyn
   t.regex(table.stdout, /^NAME\s+NODE\s+DISK\s+DESIRED\s+PHASE\n/);
   t.is(table.stdout.trim().split('\n').length, 7);
   const wide = await nd('get', '-o', 'wide', '--node', 'node-p1');
-  t.regex(wide.stdout, /^NAME\s+NODE\s+DISK\s+DESIRED\s+PHASE\s+OWNER\s+CAPACITY\s+READY\s+CORDONED\s+AGE\n/);
+  t.regex(wide.stdout, /^NAME\s+NODE\s+DISK\s+DESIRED\s+PHASE\s+OWNER\s+CAPACITY\s+MEDIA\s+READY\s+CORDONED\s+AGE\n/);
   // As kubectl prints it: a blank OWNER, the capacity in bytes (test/integration/kubectl-parity.test.ts).
   t.regex(wide.stdout, /node-disk-node-p1-disk1\s+node-p1\s+disk1\s+Available\s+Available\s+67108864\s+True\s+\d+s/);
   t.is(wide.stdout.trim().split('\n').length, 4);
