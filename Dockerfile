@@ -47,7 +47,7 @@ EXPOSE 8080
 ENTRYPOINT ["/nodejs/bin/node", "--optimize-for-size", "/app/node-disks-agent.mjs"]
 
 # The CSI driver, both sides in one program. Its node side runs as UID 0 in a privileged container: it
-# attaches disk images to loop devices, formats and mounts them (Debian's util-linux, e2fsprogs and
+# attaches disk images to loop devices, formats and mounts them, and wipes drives (Debian's util-linux, e2fsprogs and
 # xfsprogs, hence a Debian base); the controller side only talks to the API server and the provisioner
 # sidecar.
 FROM debian:bookworm-slim AS node-disks-csi

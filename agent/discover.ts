@@ -5,6 +5,7 @@ import { constants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISK_SUFFIX, DRIVE_ID_PREFIX, MARKER_SUFFIX, STAGED_SUFFIX } from '../api/constants.ts';
+import { WIPE_ANSWER_SUFFIX, WIPE_REQUEST_SUFFIX } from '../api/drive-wipe.ts';
 import { diskIdFromFileName, diskIdProblem, isDriveId, nodeDiskName } from '../api/names.ts';
 import type { DriveFacts } from '../api/v1alpha1/types.ts';
 
@@ -15,6 +16,9 @@ export interface DriveInfo {
   refusals: string[];
   /** Where it is mounted (a refusal unless it is reserved: its holder mounted it). */
   mountedAt: string[];
+  /** The by-id name it was found by, and the device number that name led to. */
+  byIdName: string;
+  device: string;
 }
 
 export interface DiskFile {
@@ -162,8 +166,9 @@ export async function inspectDiskFile(diskDir: string, name: string, fs: Discove
 export function diskIdOfEntry(name: string): string | undefined {
   const suffix = [MARKER_SUFFIX, STAGED_SUFFIX].find((s) => name.endsWith(s));
   const base = suffix ? name.slice(0, -suffix.length) : name;
-  // A drive's marker, `drive-<identity>.reserved` (./markers.ts).
-  if (suffix === MARKER_SUFFIX && isDriveId(base) && !base.endsWith(DISK_SUFFIX)) return base;
+  // A drive's marker, `drive-<identity>.reserved` (./markers.ts), and its wipe's request and answer.
+  const driveSuffix = [MARKER_SUFFIX, WIPE_REQUEST_SUFFIX, WIPE_ANSWER_SUFFIX].find((s) => name.endsWith(s));
+  if (driveSuffix !== undefined && isDriveId(name)) return name.slice(0, -driveSuffix.length);
   if (!base.endsWith(DISK_SUFFIX)) return undefined;
   return diskIdFromFileName(base);
 }

@@ -56,7 +56,7 @@ export function driveAsDisk(d: Drive, byIdDir: string, hostByIdDir: string): Dis
     file: join(byIdDir, name),
     hostPath: `${hostByIdDir.replace(/\/+$/, '')}/${name}`,
     sizeBytes: d.sizeBytes,
-    drive: { facts, refusals: d.refusals, mountedAt: d.mountedAt },
+    drive: { facts, refusals: d.refusals, mountedAt: d.mountedAt, byIdName: name, device: `${d.major}:${d.minor}` },
   };
 }
 

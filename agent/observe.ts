@@ -101,6 +101,13 @@ export function statusChanged(current: NodeStatus | undefined, next: Omit<NodeSt
     (current?.nodeUID ?? '') !== (next.nodeUID ?? '') ||
     (current?.wipedFor ?? '') !== (next.wipedFor ?? '') ||
     (current?.holdsData === true) !== (next.holdsData === true) ||
-    JSON.stringify(current?.drive ?? null) !== JSON.stringify(next.drive ?? null)
+    !sameDriveFacts(current?.drive, next.drive)
   );
+}
+
+/** Field by field: the API server gives an object's fields back in its own order, not the order written. */
+function sameDriveFacts(a: DriveFacts | undefined, b: DriveFacts | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)] as (keyof DriveFacts)[]);
+  return [...keys].every((k) => a[k] === b[k]);
 }

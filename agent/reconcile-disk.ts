@@ -24,6 +24,7 @@ import { ensureMarker, markerState, removeMarker } from './markers.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { observedStatus, statusChanged } from './observe.ts';
 import { addProtection, isProtected, removeProtection } from './protection.ts';
+import { forgetDriveWipe, wipeDriveStep } from './wipe-drive.ts';
 import { wipeImage } from './wipe-image.ts';
 
 /** The agent's NodeDisks as the informer keeps them (see Informer.storeOwnWrite). */
@@ -127,10 +128,27 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   // the node, and an agent restarted half way finds the request still open and wipes again from the start.
   const wipe = desired !== 'Reserved' ? pendingWipe(nd) : undefined;
   let wipedNow: string | undefined;
-  let waitingForLoop: string | undefined;
-  if (wipe !== undefined && file?.drive) {
-    // The agent has no device access (ADR 10): a drive is wiped by the node side's privileged container.
-    actionError = `cannot wipe drive ${hostPath} (wipe request ${wipe}): this version wipes disk images only (docs/drives.md); the drive stays held, as every disk with an open wipe request is`;
+  let waitingToWipe: string | undefined;
+  if (file?.drive) {
+    // The agent has no device access (ADR 10): the node side's privileged container wipes a drive, asked
+    // through the disk dir (./wipe-drive.ts).
+    try {
+      if (wipe === undefined) await forgetDriveWipe(diskDir, diskID);
+      else {
+        const state = await wipeDriveStep(diskDir, diskID, wipe, file.drive, hostPath);
+        if (state.kind === 'wiped') {
+          wipedNow = wipe;
+          metrics.wipes.inc({ result: 'wiped' });
+          log.info('drive wiped', { nodeDisk: name, diskID, wipe, bytes: state.bytes, ms: state.ms, method: state.method });
+        } else if (state.kind === 'waiting') waitingToWipe = state.message;
+        else {
+          if (ctx.actionErrors.get(diskID) !== state.message) metrics.wipes.inc({ result: 'failed' });
+          actionError = state.message;
+        }
+      }
+    } catch (err) {
+      actionError = `cannot ask the node side to wipe drive ${hostPath} (wipe request ${wipe}): ${(err as Error).message}; it stays held until it is wiped`;
+    }
   } else if (wipe !== undefined && file) {
     // Wiping is said once per request: a wipe that keeps failing stays the Error it was reported as,
     // tried again at each rescan without a write.
@@ -142,7 +160,7 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
       const loops = await loopDevicesHolding(diskDir, diskID, { sysBlock: ctx.sysBlockDir, bootIdFile: ctx.bootIdFile });
       if (loops.length > 0) {
         const held = loops.map((l) => `${l.device} (staged at ${l.stagingPath})`).join(', ');
-        waitingForLoop = `${WAITING_FOR_LOOP} (wipe request ${wipe}): it is attached to loop device ${held}, a volume still staged on this node; it is wiped once that device is detached`;
+        waitingToWipe = `${WAITING_FOR_LOOP} (wipe request ${wipe}): it is attached to loop device ${held}, a volume still staged on this node; it is wiped once that device is detached`;
       } else {
         if (!failedBefore) {
           nd = await report(ctx, nd, { ...withoutTime(nd.status?.node), phase: 'Wiping', capacityBytes: file.sizeBytes, message: `wiping the disk image (wipe request ${wipe})` });
@@ -177,9 +195,9 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
     // Logged once per new problem, not at every rescan; the NodeDisk's Error phase carries it meanwhile.
     if (problemBefore !== actionError) log.error(actionError, { nodeDisk: name, diskID });
     ctx.actionErrors.set(diskID, actionError);
-  } else if (waitingForLoop) {
-    if (problemBefore !== waitingForLoop) log.warn(waitingForLoop, { nodeDisk: name, diskID });
-    ctx.actionErrors.set(diskID, waitingForLoop);
+  } else if (waitingToWipe) {
+    if (problemBefore !== waitingToWipe) log.warn(waitingToWipe, { nodeDisk: name, diskID });
+    ctx.actionErrors.set(diskID, waitingToWipe);
   } else if (ctx.actionErrors.delete(diskID)) {
     log.info(problemBefore?.startsWith(WAITING_FOR_LOOP) ? 'the disk image is no longer attached to a loop device' : 'reservation marker problem resolved', { nodeDisk: name, diskID });
   }
@@ -208,15 +226,15 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
     rivals: discovery.ignored.filter((f) => f.collidesWith === diskID).map((f) => f.name),
   });
   if (!file && ignored) next = { ...next, phase: 'Error', message: `disk image ${hostPath} ${ignored.reason}` };
-  if (waitingForLoop) next = { ...next, phase: 'Wiping', message: waitingForLoop };
+  if (waitingToWipe) next = { ...next, phase: 'Wiping', message: waitingToWipe };
   if (ctx.nodeUID !== undefined) next = { ...next, nodeUID: ctx.nodeUID };
   // What the image may hold: a reservation's bytes from the moment it is reserved until a wipe (ADR 38),
   // and whatever was written to it that the agent never saw reserved (a reservation made and released
   // while it was down, an image renamed from a disk that held a volume): bytes allocated to the image.
   const wipedFor = wipedNow ?? nd.status?.node?.wipedFor;
   if (wipedFor !== undefined) next = { ...next, wipedFor };
-  // A drive's bytes cannot be seen from here: it may hold data until the node side has wiped it.
-  const written = file !== undefined && (file.drive !== undefined || (file.allocatedBytes ?? 0) > 0);
+  // A drive's bytes cannot be seen from here: one never wiped since it was found may hold anything.
+  const written = file !== undefined && (file.drive !== undefined ? nd.status?.node?.wipedFor === undefined : (file.allocatedBytes ?? 0) > 0);
   if (wipedNow === undefined && (onDisk.kind === 'present' || nd.status?.node?.holdsData === true || written)) next = { ...next, holdsData: true };
 
   // Written only when the report changed: the node's heartbeat Lease says the agent is alive (ADR 24).

@@ -1,7 +1,7 @@
 // node-disks-csi's flags: one program, two sides (`controller`, `node`), parsed with yargs as the other
 // daemons' (unknown flags are errors, exit 2).
 import yargs from 'yargs';
-import { DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE } from '../api/constants.ts';
+import { DEFAULT_BY_ID_DIR, DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE } from '../api/constants.ts';
 import { parseDuration } from '../lib/runtime/duration.ts';
 import { nodeNameProblem } from '../api/names.ts';
 import { parseAddress } from '../lib/runtime/server.ts';
@@ -29,6 +29,8 @@ export interface NodeSideConfig {
   registrationDir: string;
   nodeName: string;
   diskDir: string;
+  /** Where the agent's drives are named (a wipe request names one of them). */
+  byIdDir: string;
   httpAddress: string;
   logLevel: Level;
 }
@@ -97,9 +99,10 @@ export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.
       })
       .option('node-name', { type: 'string', default: env.NODE_NAME, defaultDescription: '$NODE_NAME', describe: 'Name of the Node this runs on' })
       .option('disk-dir', { type: 'string', default: env.DISK_DIR ?? DEFAULT_DISK_DIR, describe: 'Directory with the *.img disk files' })
+      .option('by-id-dir', { type: 'string', default: env.BY_ID_DIR ?? DEFAULT_BY_ID_DIR, describe: "udev's stable drive names, where a drive the agent asks to wipe is found" })
       .option('http-address', { type: 'string', default: env.HTTP_ADDRESS ?? ':8083', describe: 'Address for /metrics, /healthz and /readyz' })
       .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info', describe: 'debug, info, warn or error' })
-      .requiresArg(['csi-address', 'node-name', 'disk-dir', 'http-address', 'log-level']),
+      .requiresArg(['csi-address', 'node-name', 'disk-dir', 'by-id-dir', 'http-address', 'log-level']),
   ).parseSync();
   stopIfHelp(a);
   if (!a['csi-address']) throw new Error('--csi-address is required (the kubelet dials /var/lib/kubelet/plugins/<driver>/csi.sock)');
@@ -107,7 +110,7 @@ export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.
   if (!nodeName) throw new Error('NODE_NAME is required: set it from the pod (fieldRef spec.nodeName) or pass --node-name');
   const problem = nodeNameProblem(nodeName);
   if (problem) throw new Error(`invalid NODE_NAME: ${problem}`);
-  if (!a['disk-dir'].startsWith('/')) throw new Error(`--disk-dir must be an absolute path, got ${JSON.stringify(a['disk-dir'])}`);
+  for (const flag of ['disk-dir', 'by-id-dir'] as const) if (!a[flag].startsWith('/')) throw new Error(`--${flag} must be an absolute path, got ${JSON.stringify(a[flag])}`);
   parseAddress(a['http-address']);
   return {
     side,
@@ -115,6 +118,7 @@ export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.
     registrationDir: a['registration-dir'],
     nodeName,
     diskDir: a['disk-dir'],
+    byIdDir: a['by-id-dir'],
     httpAddress: a['http-address'],
     logLevel: parseLevel(a['log-level']),
   };

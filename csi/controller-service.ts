@@ -12,6 +12,7 @@ import { type AgentView, notFree } from '../api/free-disk.ts';
 import { labelSelectorOf, matchesSelector, selectorWords } from '../api/label-selector.ts';
 import type { LabelSelector } from '../api/v1alpha1/claim-types.ts';
 import { holdsData } from '../api/wipe.ts';
+import { isDriveId } from '../api/names.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -112,7 +113,8 @@ function topologyOf(nd: NodeDisk): Topology[] {
  * blank disk, and a pod would otherwise mount the old filesystem as its own.
  */
 function blank(nd: NodeDisk): boolean {
-  return !holdsData(nd);
+  // A drive is not staged by the node side yet (it attaches images to loop devices): never a PV's.
+  return !holdsData(nd) && !isDriveId(nd.spec.diskID);
 }
 
 function capacityOf(nd: NodeDisk): number {

@@ -5,6 +5,7 @@ import type { opsServerOrExit } from '../lib/runtime/daemon.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import { Registry } from '../lib/runtime/prom-client.ts';
 import type { NodeSideConfig } from './config.ts';
+import { DriveWiper } from './drive-wiper.ts';
 import { identityHandlers } from './identity.ts';
 import { NodeService } from './node-service.ts';
 import * as volumes from './node-volumes.ts';
@@ -23,6 +24,9 @@ export async function runNodeSide(config: NodeSideConfig, log: Logger, stopping:
     return [];
   });
   if (stale.length) log.info('stale staged records removed', { records: stale });
+  // Drives the agent asks to wipe (it has no device access): looked at as requests appear, and every minute.
+  const wiper = new DriveWiper({ diskDir: config.diskDir, byIdDir: config.byIdDir, log: log.with({ loop: 'drive-wipes' }), sweepMs: 60_000 });
+  wiper.start();
   const notReady = () => registration?.problem();
   const server = await ops({ address: config.httpAddress, registry: new Registry(), healthz: () => undefined, readyz: notReady });
   const stopCsi = await serve(
@@ -40,5 +44,6 @@ export async function runNodeSide(config: NodeSideConfig, log: Logger, stopping:
   // The registration socket goes first, so the kubelet stops sending work; the mounts stay for the next start.
   await stopRegistration?.();
   await stopCsi();
+  wiper.close();
   await server.close();
 }

@@ -104,7 +104,7 @@ export const CSI_IMAGE: CsiImageSpec = {
   port: 8082,
   base: 'debian:bookworm-slim',
   packages: ['mount', 'util-linux', 'e2fsprogs', 'xfsprogs'],
-  tools: ['/usr/sbin/losetup', '/usr/bin/mount', '/usr/bin/umount', '/usr/sbin/blkid', '/usr/sbin/mke2fs'],
+  tools: ['/usr/sbin/losetup', '/usr/bin/mount', '/usr/bin/umount', '/usr/sbin/blkid', '/usr/sbin/mke2fs', '/usr/sbin/blkdiscard'],
   optionalTools: ['/usr/sbin/e2fsck'],
   // Every filesystem the node side formats (csi/node-volumes.ts supportedFsTypes) needs its mkfs name.
   links: [
@@ -116,7 +116,7 @@ export const CSI_IMAGE: CsiImageSpec = {
   files: ['/etc/mke2fs.conf'],
   why:
     'The CSI driver, both sides in one program. Its node side runs as UID 0 in a privileged container: it\n' +
-    "attaches disk images to loop devices, formats and mounts them (Debian's util-linux, e2fsprogs and\n" +
+    "attaches disk images to loop devices, formats and mounts them, and wipes drives (Debian's util-linux, e2fsprogs and\n" +
     'xfsprogs, hence a Debian base); the controller side only talks to the API server and the provisioner\n' +
     'sidecar.',
 };

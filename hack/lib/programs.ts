@@ -140,7 +140,7 @@ export async function startCsiController(cp: ControlPlane, o: { logDir: string; 
  * The CSI driver's node side for `node` (root: loop devices and mounts), serving on `csiAddress`; with no
  * registrationDir it registers with no kubelet (the caller dials the socket itself).
  */
-export function startCsiNode(o: { logDir: string; csiAddress: string; node: string; diskDir: string; registrationDir?: string; name?: string }): Program {
+export function startCsiNode(o: { logDir: string; csiAddress: string; node: string; diskDir: string; registrationDir?: string; name?: string; extraArgs?: string[] }): Program {
   const name = o.name ?? `csi-node-${o.node}`;
   return new Program(name, join(o.logDir, `${name}.log`), CSI_MAIN, [
     'node',
@@ -149,5 +149,6 @@ export function startCsiNode(o: { logDir: string; csiAddress: string; node: stri
     `--node-name=${o.node}`,
     `--disk-dir=${o.diskDir}`,
     '--http-address=127.0.0.1:0',
+    ...(o.extraArgs ?? []),
   ]).launch();
 }

@@ -4,15 +4,18 @@
 // a mounted one with the reason, keeps their reservation markers, and keeps a pulled drive's reservation.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { DEFAULT_BY_ID_DIR, LABEL_MEDIA } from '../../api/constants.ts';
+import { formatWipeRequest, parseWipeAnswer } from '../../api/drive-wipe.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
-import { startAgent, type Program } from '../../hack/lib/programs.ts';
+import { DriveWiper } from '../../csi/drive-wiper.ts';
+import { startAgent, startCsiNode, type Program } from '../../hack/lib/programs.ts';
+import { createLogger } from '../../lib/runtime/log.ts';
 import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
 
@@ -25,6 +28,7 @@ const NODE = 'node-drives';
 
 let work = '';
 let agent: Program | undefined;
+let csiNode: Program | undefined;
 const loops: string[] = [];
 let mounted: string | undefined;
 
@@ -61,14 +65,17 @@ test.serial.before(async () => {
     rescanInterval: '500ms',
     extraArgs: ['--drive=by-id=wwn-0x5000c50000d71a*', `--by-id-dir=${byIdDir}`, `--host-by-id-dir=${DEFAULT_BY_ID_DIR}`],
   });
+  // The node side, which wipes the drives the agent asks it to (the agent cannot open a device).
+  csiNode = startCsiNode({ logDir: join(work, 'logs'), csiAddress: join(work, 'csi.sock'), node: NODE, diskDir, extraArgs: [`--by-id-dir=${byIdDir}`] });
 });
 
 test.afterEach.always((t) => {
-  if (!t.passed && agent) console.error(`----- ${agent.name} -----\n${agent.logs(6000)}`);
+  if (!t.passed) for (const p of [agent, csiNode]) if (p) console.error(`----- ${p.name} -----\n${p.logs(6000)}`);
 });
 
 test.after.always(async () => {
   await agent?.stop();
+  await csiNode?.stop();
   if (mounted) await run('umount', [mounted]).catch(() => undefined);
   for (const dev of loops) await run('losetup', ['-d', dev]).catch(() => undefined);
   await rm(work, { recursive: true, force: true });
@@ -97,6 +104,10 @@ test.serial('a chosen drive is a NodeDisk named by its WWN, with its facts, its 
   t.is(nd.metadata.labels?.[LABEL_MEDIA], nd.status?.node?.drive?.media);
   // Nothing is known of its bytes: never handed to a PV as blank until the node side has wiped it.
   t.true(nd.status?.node?.holdsData);
+  // Reported once: rescans (every 500 ms here) of an unchanged drive write nothing.
+  const settled = await client().get(nd.metadata.name!);
+  await new Promise((resolve) => setTimeout(resolve, 2500));
+  t.is((await client().get(nd.metadata.name!)).metadata.resourceVersion, settled.metadata.resourceVersion, 'no write while nothing changes');
   const wide = await kubectl('get', 'nodedisk', driveName(WWNS[0]!), '-o', 'wide');
   t.regex(wide, /MEDIA/);
   t.regex(wide.split('\n')[1] ?? '', new RegExp(`\\s${nd.status?.node?.drive?.media}\\s`));
@@ -140,11 +151,74 @@ test.serial('a disk image whose name begins with drive- is not taken for a drive
   t.is(nd.status?.node?.phase, 'Available');
 });
 
-test.serial('a wipe asked of a drive is refused in words, and the drive stays held: nobody gets its bytes', async (t) => {
+test.serial('a wipe asked of a drive is done by the node side with BLKZEROOUT: its bytes are zeroes after, and it is blank and free', async (t) => {
   const name = driveName(WWNS[0]!);
   await disk(name, (x) => x.status?.node?.phase === 'Available', 'Available');
+  const fh = await open(loops[0]!, 'r+');
+  await fh.write(Buffer.alloc(MiB, 0xab), 0, MiB, 5 * MiB);
+  await fh.sync();
   await kubectl('patch', 'nodedisk', name, '--type=merge', '-p', '{"spec":{"desired":{"state":"Available","wipe":"3f1e0c2a-drive-wipe"}}}');
-  const nd = await disk(name, (x) => x.status?.node?.phase === 'Error', 'Error');
-  t.regex(nd.status?.node?.message ?? '', /cannot wipe drive .* wipes disk images only/);
-  t.not(nd.status?.node?.wipedFor, '3f1e0c2a-drive-wipe');
+  const nd = await disk(name, (x) => x.status?.node?.wipedFor === '3f1e0c2a-drive-wipe' && x.status.node.phase === 'Available', 'wiped');
+  t.falsy(nd.status?.node?.holdsData, 'a drive wiped by us is blank');
+  const back = Buffer.alloc(MiB);
+  await fh.read(back, 0, MiB, 5 * MiB);
+  await fh.close();
+  t.true(
+    back.every((b) => b === 0),
+    'the bytes written before the wipe are zeroes',
+  );
+  t.deepEqual(
+    (await readdir(diskDir)).filter((f) => /\.wiped?$/.test(f)),
+    [],
+    'the request and its answer are gone',
+  );
+});
+
+test.serial('a mounted drive is not wiped: the agent waits for it to be unmounted, then the node side wipes it', async (t) => {
+  const name = driveName(WWNS[2]!);
+  await disk(name, (x) => x.status?.node?.phase === 'Error', 'refused while mounted');
+  await kubectl('patch', 'nodedisk', name, '--type=merge', '-p', '{"spec":{"desired":{"state":"Available","wipe":"7c2d-mounted-wipe"}}}');
+  const waiting = await disk(name, (x) => x.status?.node?.phase === 'Wiping', 'Wiping');
+  t.regex(waiting.status?.node?.message ?? '', new RegExp(`waiting to wipe drive .* it is mounted at ${mounted}`));
+  t.false(existsSync(join(diskDir, `drive-wwn-${WWNS[2]}.wipe`)), 'nothing is asked of the node side meanwhile');
+  await run('umount', [mounted!]);
+  mounted = undefined;
+  await disk(name, (x) => x.status?.node?.wipedFor === '7c2d-mounted-wipe' && x.status.node.phase === 'Available', 'wiped once unmounted');
+  const probe = await run('blkid', ['-p', loops[2]!]).then(
+    () => 0,
+    (e: { code: number }) => e.code,
+  );
+  t.is(probe, 2, 'no filesystem signature is left (blkid finds nothing)');
+});
+
+test.serial("the node side's own checks: a device held open exclusively, a by-id name that now leads elsewhere, or a marker is never wiped", async (t) => {
+  const dir = await mkdtemp(join(work, 'wiper-'));
+  const wiper = new DriveWiper({ diskDir: dir, byIdDir, log: createLogger('wiper-test', { level: 'error' }), sweepMs: 3_600_000 });
+  const ask = async (diskID: string, byIdName: string, device: string) => {
+    await writeFile(join(dir, `${diskID}.wipe`), formatWipeRequest({ token: `t-${diskID.slice(-4)}`, byIdName, device }));
+    await wiper.look(diskID, true);
+    return parseWipeAnswer(await readFile(join(dir, `${diskID}.wiped`), 'utf8'));
+  };
+  const devOf = async (dev: string) => (await readFile(`/sys/class/block/${dev.replace('/dev/', '')}/dev`, 'utf8')).trim();
+  // Held: mounted from it, as a staged volume would be.
+  const mnt = join(dir, 'mnt');
+  await mkdir(mnt);
+  await run('mkfs.ext4', ['-q', loops[1]!]);
+  await run('mount', [loops[1]!, mnt]);
+  try {
+    const busy = await ask('drive-wwn-busy', `wwn-0x${WWNS[1]}`, await devOf(loops[1]!));
+    t.like(busy, { ok: false });
+    t.regex(busy && !busy.ok ? busy.message : '', /Device or resource busy/);
+  } finally {
+    await run('umount', [mnt]);
+  }
+  // The name now leads to another device than the agent saw.
+  const moved = await ask('drive-wwn-moved', `wwn-0x${WWNS[1]}`, await devOf(loops[0]!));
+  t.regex(moved && !moved.ok ? moved.message : '', /now leads to device \d+:\d+, not \d+:\d+ as when the agent asked/);
+  // Reserved on this node.
+  await writeFile(join(dir, 'drive-wwn-held.reserved'), 'reserved\n');
+  const held = await ask('drive-wwn-held', `wwn-0x${WWNS[1]}`, await devOf(loops[1]!));
+  t.regex(held && !held.ok ? held.message : '', /reservation marker/);
+  // None of those wiped it: its filesystem is still there.
+  t.is((await run('blkid', ['-p', '-s', 'TYPE', '-o', 'value', loops[1]!])).stdout.trim(), 'ext4');
 });

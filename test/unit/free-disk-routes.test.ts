@@ -132,6 +132,20 @@ test("a disk whose earlier owner's bytes were kept on purpose (release without -
   t.false(await byVolume(kept, view));
 });
 
+test('a wiped, free drive goes to a person or a claim, but to no PV until the node side stages drives itself', async (t) => {
+  const drive = disk((nd) => {
+    nd.spec.diskID = 'drive-wwn-5000c500a1b2c3d4';
+    nd.spec.path = '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4';
+    nd.status!.node!.wipedFor = 'w1';
+    nd.status!.node!.drive = { device: 'sdb', media: 'hdd', transport: 'sata', logicalBlockSize: 512, physicalBlockSize: 4096 };
+  });
+  const view = agents('alive');
+  t.is(notFree(drive, view), undefined);
+  t.true(byReserve(drive));
+  t.true(byClaim(drive, view));
+  t.false(await byVolume(drive, view));
+});
+
 test("a class's diskSelector is the PV route's own filter, over the one predicate: a free disk outside the class counts for none of its capacity", async (t) => {
   const fast = disk((nd) => (nd.metadata.labels = { ...nd.metadata.labels, tier: 'fast' }));
   const view = agents('alive');

@@ -1,0 +1,137 @@
+// The node side's half of a drive's wipe (api/drive-wipe.ts): the agent asks with a request file in the disk
+// dir; this privileged container wipes the drive and answers beside it. One wipe at a time per node.
+//
+// What it wipes is checked here, not taken from the request: the by-id name must lead, now, to a whole block
+// device (not a partition) whose device number is the one the agent saw; no reservation marker may be there
+// for it; and blkdiscard opens the device exclusively, which the kernel refuses while anything is mounted
+// from it or holds it (a filesystem anywhere on the node, dm, md). The wipe is BLKZEROOUT (`blkdiscard
+// --zeroout`): the kernel has the drive write zeroes, by deallocating where the drive guarantees zeroes
+// after it (NVMe, SCSI UNMAP with LBPRZ, loop devices), else by writing them.
+import { watch as fsWatch, type FSWatcher } from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { type DriveWipeAnswer, formatWipeAnswer, parseWipeAnswer, parseWipeRequest, WIPE_REQUEST_SUFFIX, wipeAnswerName } from '../api/drive-wipe.ts';
+import { MARKER_SUFFIX } from '../api/constants.ts';
+import { isDriveId } from '../api/names.ts';
+import { splitDeviceNumber } from '../api/staged-record.ts';
+import { readSmallFile, writeFileAtomic } from '../lib/runtime/atomic-file.ts';
+import type { Logger } from '../lib/runtime/log.ts';
+import { runTool } from './run-tool.ts';
+
+export interface DriveWiperOptions {
+  diskDir: string;
+  byIdDir: string;
+  log: Logger;
+  /** How often every open request is looked at again (a failed wipe is tried again then). */
+  sweepMs: number;
+  /** `/sys` (tests give a tree of their own). */
+  sysRoot?: string;
+  /** How long one wipe may take (a large HDD is zeroed at its write speed). */
+  wipeTimeoutMs?: number;
+}
+
+const METHOD = 'BLKZEROOUT (blkdiscard --zeroout)';
+
+export class DriveWiper {
+  private readonly o: DriveWiperOptions;
+  private watcher: FSWatcher | undefined;
+  private sweep: NodeJS.Timeout | undefined;
+  /** Wipes run one after another: a chain of looks. */
+  private chain: Promise<void> = Promise.resolve();
+  private readonly queued = new Set<string>();
+
+  constructor(o: DriveWiperOptions) {
+    this.o = o;
+  }
+
+  start(): void {
+    try {
+      this.watcher = fsWatch(this.o.diskDir, { persistent: false }, (_e, name) => {
+        if (name?.endsWith(WIPE_REQUEST_SUFFIX) && isDriveId(name)) this.enqueue(name.slice(0, -WIPE_REQUEST_SUFFIX.length), false);
+      });
+      this.watcher.on('error', () => this.watcher?.close());
+    } catch (err) {
+      this.o.log.warn('cannot watch the disk dir for wipe requests; looking at the periodic sweep only', { error: (err as Error).message });
+    }
+    this.sweep = setInterval(() => void this.sweepAll(true), this.o.sweepMs);
+    this.sweep.unref();
+    void this.sweepAll(false);
+  }
+
+  close(): void {
+    this.watcher?.close();
+    clearInterval(this.sweep);
+  }
+
+  /** Resolves once every look queued so far is done (tests). */
+  idle(): Promise<void> {
+    return this.chain;
+  }
+
+  private async sweepAll(retryFailed: boolean): Promise<void> {
+    const names = await fsp.readdir(this.o.diskDir).catch(() => [] as string[]);
+    for (const n of names) if (n.endsWith(WIPE_REQUEST_SUFFIX) && isDriveId(n)) this.enqueue(n.slice(0, -WIPE_REQUEST_SUFFIX.length), retryFailed);
+  }
+
+  private enqueue(diskID: string, retryFailed: boolean): void {
+    const key = `${diskID}\0${retryFailed}`;
+    if (this.queued.has(key)) return;
+    this.queued.add(key);
+    this.chain = this.chain.then(async () => {
+      this.queued.delete(key);
+      try {
+        await this.look(diskID, retryFailed);
+      } catch (err) {
+        this.o.log.error('cannot handle a drive wipe request', { diskID, error: (err as Error).message });
+      }
+    });
+  }
+
+  /** One request: wiped and answered, or answered with why not, or left alone (answered already). */
+  async look(diskID: string, retryFailed: boolean): Promise<void> {
+    const { diskDir, log } = this.o;
+    const text = await readSmallFile(join(diskDir, `${diskID}${WIPE_REQUEST_SUFFIX}`));
+    if (text === undefined) return;
+    const request = parseWipeRequest(text);
+    if (typeof request === 'string') {
+      log.warn('ignored a wipe request that cannot be read', { diskID, problem: request });
+      return;
+    }
+    const before = parseWipeAnswer((await readSmallFile(join(diskDir, wipeAnswerName(diskID))).catch(() => undefined)) ?? '');
+    if (before?.token === request.token && (before.ok || !retryFailed)) return;
+    const answer = async (a: DriveWipeAnswer) => {
+      await writeFileAtomic(diskDir, wipeAnswerName(diskID), formatWipeAnswer(a));
+      if (a.ok) log.info('drive wiped', { diskID, token: a.token, bytes: a.bytes, ms: a.ms, method: a.method });
+      else log.warn('drive not wiped', { diskID, token: a.token, why: a.message });
+    };
+    const refuse = (message: string) => answer({ token: request.token, ok: false, message });
+
+    if ((await fsp.lstat(join(diskDir, `${diskID}${MARKER_SUFFIX}`)).catch(() => undefined)) !== undefined)
+      return refuse('it has a reservation marker on this node: a reserved drive is never wiped');
+    const link = join(this.o.byIdDir, request.byIdName);
+    // udev's links are relative to /dev/disk/by-id (`../../sdb`): the kernel name they end in is the device
+    // node in /dev, wherever the by-id dir is (the local cluster's nodes have theirs elsewhere). The agent
+    // named the drive the same way.
+    let device: string;
+    try {
+      device = join('/dev', basename(await fsp.readlink(link)));
+    } catch (err) {
+      return refuse(`${link} does not lead to a device (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the drive is gone`);
+    }
+    const st = await fsp.stat(device, { bigint: true }).catch(() => undefined);
+    if (!st?.isBlockDevice()) return refuse(`${link} leads to ${device}, which is not a block device`);
+    const { major, minor } = splitDeviceNumber(st.rdev);
+    if (`${major}:${minor}` !== request.device)
+      return refuse(`${link} now leads to device ${major}:${minor}, not ${request.device} as when the agent asked: not wiped; the agent asks again for the device it finds`);
+    const sysDev = join(this.o.sysRoot ?? '/sys', 'dev', 'block', request.device);
+    if ((await fsp.lstat(join(sysDev, 'partition')).catch(() => undefined)) !== undefined) return refuse(`${device} is a partition, not a whole drive`);
+    const sectors = Number((await fsp.readFile(join(sysDev, 'size'), 'utf8').catch(() => '0')).trim());
+    const started = Date.now();
+    try {
+      await runTool('blkdiscard', ['--zeroout', device], { timeoutMs: this.o.wipeTimeoutMs ?? 24 * 3600_000 });
+    } catch (err) {
+      return refuse((err as Error).message);
+    }
+    await answer({ token: request.token, ok: true, bytes: sectors * 512, ms: Date.now() - started, method: METHOD });
+  }
+}
