@@ -2,6 +2,7 @@
 // one name at a time (never the same name twice at once), reconcile it from the cache, and retry failures
 // with per-item backoff.
 import type { NodeDiskClient } from '../api/client.ts';
+import { isDriveId } from '../api/names.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import { Informer } from '../lib/kube/informer.ts';
@@ -40,10 +41,12 @@ export class Controller {
           if (!old) o.nodes?.trackDisk(nd.spec.nodeName, 1);
           this.queue.add(nd.metadata.name ?? '');
           o.onNodeDisk?.(nd.metadata.name ?? '');
+          if (!old || old.status?.node?.phase !== nd.status?.node?.phase) this.sameDriveElsewhere(nd);
         },
         onDelete: (nd) => {
           o.nodes?.trackDisk(nd.spec.nodeName, -1);
           o.onNodeDisk?.(nd.metadata.name ?? '');
+          this.sameDriveElsewhere(nd);
         },
         // A relist looks at every NodeDisk again: a sweep, behind the ones something happened to (a
         // changed object of the relist is an upsert first).
@@ -54,6 +57,21 @@ export class Controller {
       // The cache keeps only what the controller reads (./cache.ts).
       { log: o.log.with({ loop: 'informer' }), transform: leanNodeDisk, ...(o.watchList === false ? { watchList: false } : {}) },
     );
+  }
+
+  /** The nodes whose agents report this drive present now (./reconciler.ts driveElsewhere). */
+  drivePresentOn(nd: NodeDisk): string[] {
+    const nodes: string[] = [];
+    for (const other of this.informer.cache.values())
+      if (other.spec.diskID === nd.spec.diskID && other.spec.nodeName !== nd.spec.nodeName && other.status?.node?.phase !== 'Missing' && other.status?.node?.phase !== undefined)
+        nodes.push(other.spec.nodeName);
+    return nodes.sort();
+  }
+
+  /** A drive appearing or going on one node changes what its NodeDisks on the others say. */
+  private sameDriveElsewhere(nd: NodeDisk): void {
+    if (!isDriveId(nd.spec.diskID)) return;
+    for (const other of this.informer.cache.values()) if (other.spec.diskID === nd.spec.diskID && other.spec.nodeName !== nd.spec.nodeName) this.queue.add(other.metadata.name ?? '');
   }
 
   /** The last reconcile that failed, until a later one writes successfully. */

@@ -102,6 +102,7 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
     heartbeats,
     ...(nodes ? { nodes } : {}),
     nodeGoneGraceMs: config.nodeGoneGraceMs,
+    driveElsewhere: (nd): string[] => c.drivePresentOn(nd),
     claims: {
       get hasSynced() {
         return b.informer.hasSynced;
@@ -109,7 +110,16 @@ function newController(termRest: RestClient): { controller: Controller; binder: 
       claimGoneOf: (nd) => b.claimGoneOf(nd),
     },
   });
-  const c = new Controller({ client, reconciler, workers: config.workers, watchList: config.watchList, log, metrics, onNodeDisk: (name) => b.diskChanged(name), ...(nodes ? { nodes } : {}) });
+  const c: Controller = new Controller({
+    client,
+    reconciler,
+    workers: config.workers,
+    watchList: config.watchList,
+    log,
+    metrics,
+    onNodeDisk: (name) => b.diskChanged(name),
+    ...(nodes ? { nodes } : {}),
+  });
   const b: Binder = new Binder({
     claims: new NodeDiskClaimClient(termRest),
     disks: client,

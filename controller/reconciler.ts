@@ -25,6 +25,7 @@ import {
   REASON_WIPING,
 } from '../api/constants.ts';
 import { pendingWipe } from '../api/wipe.ts';
+import { isDriveId } from '../api/names.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
 import { isApiError, isStaleVersionConflict } from '../lib/kube/errors.ts';
@@ -58,6 +59,8 @@ export interface ReconcilerOptions {
   nodeGoneGraceMs?: number;
   /** The claims binder's view of the claims: whether a claim reservation's claim is gone (ClaimGone). */
   claims?: { readonly hasSynced: boolean; claimGoneOf(nd: NodeDisk): string | undefined };
+  /** The nodes whose agents report this drive (its diskID) present now: where a Missing drive went. */
+  driveElsewhere?: (nd: NodeDisk) => string[];
 }
 
 export interface ReconcileResult {
@@ -177,6 +180,9 @@ export class Reconciler {
       // Staleness is not judged before the heartbeat Leases are known: a node would look Lease-less.
       if (heartbeats && !heartbeats.hasSynced) return { updated: current, wrote, requeueAfterMs: 1000 };
       ready = readyCondition(current, now, this.o.staleAfterMs, heartbeats?.liveness(node));
+      // A drive has one identity wherever it is plugged: Missing here and reported on another node, it moved.
+      const where = ready.reason === 'DiskMissing' && isDriveId(current.spec.diskID) ? (this.o.driveElsewhere?.(current) ?? []) : [];
+      if (where.length) ready = { ...ready, message: `${movedTo(current, where)}; ${ready.message}` };
     }
     let after = decide(current, refusal);
     const claims = this.o.claims;
@@ -217,4 +223,10 @@ export function claimGoneNote(disk: string, claim: string, label: PolicyNote | u
     `reserved for ${claim}, which is gone: the reservation is Released and the disk keeps its data; ` +
     `a person with the NodeDisk editor role may release it (kubectl nodedisks release ${disk})`;
   return { reason: REASON_CLAIM_GONE, message: label?.conflict ? `${message}; ${label.message}` : message, ...(label?.conflict ? { conflict: true } : {}) };
+}
+
+/** Where a missing drive went, in words: its NodeDisks there, and what to do with this one. */
+export function movedTo(nd: NodeDisk, nodes: string[]): string {
+  const reserved = nd.spec.desired?.state === 'Reserved';
+  return `drive ${nd.spec.diskID} is on node ${nodes.join(', ')} now (moved there)${reserved ? ': this reservation stays here until it is released' : ': delete this NodeDisk (kubectl delete ndisk ' + (nd.metadata.name ?? '') + ') or plug the drive back'}`;
 }

@@ -14,7 +14,7 @@ import { formatWipeRequest, parseWipeAnswer } from '../../api/drive-wipe.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { DriveWiper } from '../../csi/drive-wiper.ts';
-import { startAgent, startCsiNode, type Program } from '../../hack/lib/programs.ts';
+import { startAgent, startController, startCsiNode, type Program } from '../../hack/lib/programs.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
@@ -221,4 +221,41 @@ test.serial("the node side's own checks: a device held open exclusively, a by-id
   t.regex(held && !held.ok ? held.message : '', /reservation marker/);
   // None of those wiped it: its filesystem is still there.
   t.is((await run('blkid', ['-p', '-s', 'TYPE', '-o', 'value', loops[1]!])).stdout.trim(), 'ext4');
+});
+
+test.serial('a drive moved to another node appears there under its identity, and the NodeDisk it left says where it went', async (t) => {
+  const nodeB = 'node-drives-b';
+  const byIdB = join(work, 'by-id-b');
+  const disksB = join(work, 'disks-b');
+  await mkdir(byIdB);
+  await mkdir(disksB);
+  const controller = await startController(controlPlane(), { logDir: join(work, 'logs') });
+  const agentB = await startAgent(controlPlane(), {
+    node: nodeB,
+    diskDir: disksB,
+    logDir: join(work, 'logs'),
+    rescanInterval: '500ms',
+    extraArgs: ['--drive=by-id=wwn-0x5000c50000d71a*', `--by-id-dir=${byIdB}`, `--host-by-id-dir=${DEFAULT_BY_ID_DIR}`],
+  });
+  try {
+    const wwn = WWNS[1]!;
+    await disk(driveName(wwn), (x) => x.status?.node?.phase === 'Available', 'Available on the first node');
+    // Pulled from the first node, plugged into the second.
+    await unlink(join(byIdDir, `wwn-0x${wwn}`));
+    await symlink(`../../${loops[1]!.replace('/dev/', '')}`, join(byIdB, `wwn-0x${wwn}`));
+    const there = await disk(nodeDiskName(nodeB, `drive-wwn-${wwn}`), (x) => x.status?.node?.phase === 'Available', 'Available on the second node');
+    t.is(there.spec.diskID, `drive-wwn-${wwn}`, 'the same identity, so the same diskID');
+    const left = await disk(
+      driveName(wwn),
+      (x) => x.status?.node?.phase === 'Missing' && /moved there/.test(x.status.conditions?.find((c) => c.type === 'Ready')?.message ?? ''),
+      'Missing, saying where it went',
+    );
+    t.regex(left.status?.conditions?.find((c) => c.type === 'Ready')?.message ?? '', new RegExp(`drive drive-wwn-${wwn} is on node ${nodeB} now \\(moved there\\): delete this NodeDisk`));
+  } catch (err) {
+    console.error(`----- controller -----\n${controller.logs(4000)}\n----- ${agentB.name} -----\n${agentB.logs(4000)}`);
+    throw err;
+  } finally {
+    await agentB.stop();
+    await controller.stop();
+  }
 });
