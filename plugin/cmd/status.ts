@@ -7,7 +7,7 @@ import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, heartbeatLeaseNode } from '../.
 import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
 import { listPages } from '../../lib/kube/pager.ts';
-import type { NodeDisk } from '../../api/v1alpha1/types.ts';
+import type { DriveFacts, NodeDisk } from '../../api/v1alpha1/types.ts';
 import { holdsData, pendingWipe } from '../../api/wipe.ts';
 import { durationFlag, type Session } from '../context.ts';
 import { escapeControl } from '../escape.ts';
@@ -117,6 +117,13 @@ function dataWords(nd: NodeDisk): string | undefined {
   return undefined;
 }
 
+/** A drive's facts in one line: what it is, how it is attached, and its kernel name now. */
+function driveWords(d: DriveFacts): string {
+  const model = d.model ? ` ${d.model}` : '';
+  const serial = d.serial ? ` (serial ${d.serial})` : '';
+  return `${d.media} over ${d.transport}:${model}${serial}, ${d.device} now, blocks of ${d.logicalBlockSize} B (${d.physicalBlockSize} B physical)`;
+}
+
 export function describe(nd: NodeDisk, now: number, agent?: string): string {
   const node = nd.status?.node;
   const cond = (type: string) => nd.status?.conditions?.find((c) => c.type === type);
@@ -126,6 +133,7 @@ export function describe(nd: NodeDisk, now: number, agent?: string): string {
     ['Node', `${nd.spec.nodeName}${node?.lastSeenTime ? ` (agent last reported ${age(node.lastSeenTime, now)} ago, at ${node.lastSeenTime})` : ' (no report from its agent yet)'}`],
     ...(agent ? ([['Agent', agent]] as [string, string][]) : []),
     ['Disk', `${nd.spec.diskID}  ${nd.spec.path}${node?.capacityBytes !== undefined ? `  ${iec(node.capacityBytes)}` : ''}`],
+    ...(node?.drive ? ([['Drive', driveWords(node.drive)]] as [string, string][]) : []),
     ['Desired', `${nd.spec.desired?.state ?? 'Available'}: ${owner(nd)}`],
     ['Reported', node?.phase ? `${node.phase}${node.message ? `: ${node.message}` : ''}` : 'nothing yet'],
     ['Ready', ready ? `${ready.status} (${ready.reason}) ${ready.message}` : 'unknown: the controller has not looked at this disk yet'],

@@ -30,3 +30,23 @@ test("a PersistentVolume's disk is the volume's, with its PVC's UID; another own
   t.is(desiredLine(disk({ state: 'Reserved', owner: 'alice' })), '  Desired:  Reserved: reserved by alice (manual)');
   t.is(desiredLine(disk({ state: 'Reserved', owner: 'pvx' })), '  Desired:  Reserved: reserved by pvx (manual)');
 });
+
+test("a drive's status says what it is, how it is attached and its kernel name now", (t) => {
+  const nd = disk(undefined);
+  nd.spec.diskID = 'drive-eui-0025385b71b07e2f';
+  nd.spec.path = '/dev/disk/by-id/nvme-eui.0025385b71b07e2f';
+  nd.status!.node!.drive = {
+    device: 'nvme0n1',
+    model: 'Samsung SSD 970 EVO Plus 1TB',
+    serial: 'S4EWNX0R123456',
+    media: 'nvme',
+    transport: 'nvme',
+    logicalBlockSize: 512,
+    physicalBlockSize: 4096,
+  };
+  const line = describe(nd, Date.parse('2026-01-01T00:01:00Z'))
+    .split('\n')
+    .find((l) => l.startsWith('  Drive:'));
+  t.is(line, '  Drive:    nvme over nvme: Samsung SSD 970 EVO Plus 1TB (serial S4EWNX0R123456), nvme0n1 now, blocks of 512 B (4096 B physical)');
+  t.false(describe(disk(undefined), 0).includes('Drive:'), 'an image has no drive line');
+});
