@@ -2,8 +2,7 @@
 // dir; this privileged container wipes the drive and answers beside it. One wipe at a time per node.
 //
 // What it wipes is checked here, not taken from the request: the by-id name must lead, now, to a whole block
-// device (not a partition) whose device number is the one the agent saw; no reservation marker may be there
-// for it; and blkdiscard opens the device exclusively, which the kernel refuses while anything is mounted
+// device (not a partition) whose device number is the one the agent saw; and blkdiscard opens the device exclusively, which the kernel refuses while anything is mounted
 // from it or holds it (a filesystem anywhere on the node, dm, md). The wipe is BLKZEROOUT (`blkdiscard
 // --zeroout`): the kernel has the drive write zeroes, by deallocating where the drive guarantees zeroes
 // after it (NVMe, SCSI UNMAP with LBPRZ, loop devices), else by writing them.
@@ -11,7 +10,6 @@ import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { type DriveWipeAnswer, formatWipeAnswer, parseWipeAnswer, parseWipeRequest, WIPE_REQUEST_SUFFIX, wipeAnswerName } from '../api/drive-wipe.ts';
-import { MARKER_SUFFIX } from '../api/constants.ts';
 import { isDriveId } from '../api/names.ts';
 import { splitDeviceNumber } from '../api/staged-record.ts';
 import { readSmallFile, writeFileAtomic } from '../lib/runtime/atomic-file.ts';
@@ -106,8 +104,8 @@ export class DriveWiper {
     };
     const refuse = (message: string) => answer({ token: request.token, ok: false, message });
 
-    if ((await fsp.lstat(join(diskDir, `${diskID}${MARKER_SUFFIX}`)).catch(() => undefined)) !== undefined)
-      return refuse('it has a reservation marker on this node: a reserved drive is never wiped');
+    // A released drive keeps its marker until it is wiped (the marker goes last, as an image's does): the
+    // agent asks only for a drive whose reservation was released, and no one may reserve it meanwhile.
     const link = join(this.o.byIdDir, request.byIdName);
     // udev's links are relative to /dev/disk/by-id (`../../sdb`): the kernel name they end in is the device
     // node in /dev, wherever the by-id dir is (the local cluster's nodes have theirs elsewhere). The agent

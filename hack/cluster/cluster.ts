@@ -188,6 +188,8 @@ export class Cluster {
   async startNode(n: NodeSpec): Promise<void> {
     for (const sub of ['cni', 'volume-plugins', 'cert', ...NODE_MOUNTS.map(([, s]) => s), ...KUBELET_PLUGIN_DIRS]) await mkdir(join(n.dir, sub), { recursive: true });
     await mkdir(join(n.dir, 'node-disks-manager', 'disks'), { recursive: true });
+    // Where a test names the node's stand-in drives (test/e2e/drives.test.ts): the nodes share /dev.
+    await mkdir(join(n.dir, 'node-disks-manager', 'by-id'), { recursive: true });
     await writeFile(join(n.dir, 'cni', '10-nodedisks-pods.conflist'), podNetworkConfig(n));
     await writeFile(join(n.dir, 'containerd.toml'), containerdConfig(n));
     await writeFile(join(n.dir, 'kubelet.yaml'), kubeletConfig(n));

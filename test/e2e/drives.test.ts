@@ -1,0 +1,125 @@
+// Drives on the local 3-node cluster (root only; `npm run test:e2e`), with the install as deployed there:
+// each node gets a stand-in drive (a loop device over a file outside its disk dir, named in that node's own
+// by-id dir as udev names a drive, since the nodes share one kernel and /dev). The agents, in their
+// containers, find them through sysfs and their by-id names, beside the disk images; a reservation leaves
+// the drive's marker on its node; a wipe is done by the csi-node container of that node's agent pod; a
+// pulled drive is Missing with its reservation kept. One cluster for the file; the tests run in order.
+import test from 'ava';
+import { execFileSync } from 'node:child_process';
+import { mkdir, open, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { onNode, until } from '../../hack/cluster/run.ts';
+import { DISK_DIR, NODE_NAMES, nodeSpec } from '../../hack/cluster/topology.ts';
+import { clusterForFile, MINUTES, nodeDisksE2E } from './_nodedisks.ts';
+
+const MiB = 2 ** 20;
+const cluster = clusterForFile(test);
+const { dataDir, env } = cluster;
+const { k } = nodeDisksE2E(dataDir, env, cluster.kubectl);
+
+/** The WWN of node i's stand-in drive: what the local cluster's agents select (`by-id=wwn-0x5000d15c*`). */
+const wwn = (i: number) => `5000d15c00${i}1`;
+const drives: { node: string; device: string; link: string; nodeDisk: string }[] = [];
+
+test.after.always(() => {
+  // Teardown detaches loop devices over files in the node dirs too; this is the test's own tidying.
+  for (const d of drives) {
+    try {
+      execFileSync('losetup', ['-d', d.device], { stdio: 'ignore' });
+    } catch {
+      // Detached already by the cluster's teardown, which ran first.
+    }
+  }
+});
+
+const jsonpath = (name: string, path: string) => k(['get', 'nodedisk', name, '-o', `jsonpath=${path}`]);
+
+test.serial("each node's chosen drive is a NodeDisk of that node named by its WWN, beside the disk images, with its facts", async (t) => {
+  t.timeout(10 * MINUTES);
+  for (const [i, node] of NODE_NAMES.entries()) {
+    const dir = join(nodeSpec(dataDir, node, i).dir, 'node-disks-manager');
+    await mkdir(join(dir, 'drives'), { recursive: true });
+    const file = join(dir, 'drives', 'drive1');
+    await writeFile(file, '');
+    await truncate(file, 128 * MiB);
+    const device = execFileSync('losetup', ['--find', '--show', file], { encoding: 'utf8' }).trim();
+    const link = join(dir, 'by-id', `wwn-0x${wwn(i)}`);
+    drives.push({ node, device, link, nodeDisk: `node-disk-${node}-drive-wwn-${wwn(i)}` });
+    await symlink(`../../${device.replace('/dev/', '')}`, link);
+  }
+  for (const d of drives) {
+    const line = await until(
+      `${d.nodeDisk} is Available`,
+      3 * MINUTES,
+      () => jsonpath(d.nodeDisk, '{.spec.nodeName} {.status.node.phase} {.status.node.capacityBytes} {.status.node.drive.device} {.metadata.labels.localtest\\.example\\.com/media}'),
+      (l) => l.split(' ')[1] === 'Available',
+    );
+    const [node, , capacity, device, media] = line.split(' ');
+    t.is(node, d.node, 'a NodeDisk of the node whose by-id dir names it, though every node sees every loop device');
+    t.is(Number(capacity), 128 * MiB);
+    t.is(device, d.device.replace('/dev/', ''));
+    t.true(['ssd', 'hdd'].includes(media ?? ''), media);
+    t.is(await jsonpath(d.nodeDisk, '{.spec.path}'), `/var/lib/node-disks-manager/by-id/wwn-0x${wwn(NODE_NAMES.indexOf(d.node))}`);
+  }
+  // The images are there as before.
+  t.is(await jsonpath(`node-disk-${NODE_NAMES[0]}-disk1`, '{.status.node.phase}'), 'Available');
+});
+
+test.serial("a reserved drive's marker is on its node; released with a wipe, csi-node zeroes it and it is blank and free", async (t) => {
+  t.timeout(8 * MINUTES);
+  const d = drives[1]!;
+  await k(['patch', 'nodedisk', d.nodeDisk, '--type=merge', '-p', '{"spec":{"desired":{"state":"Reserved","owner":"team-e2e"}}}']);
+  await until(
+    `the marker of ${d.nodeDisk} is on ${d.node}`,
+    2 * MINUTES,
+    () => onNode(env, d.node, ['ls', '-1', DISK_DIR]),
+    (ls) => ls.split('\n').includes(`drive-wwn-${wwn(1)}.reserved`),
+  );
+  // The team's bytes, written to the drive while it holds it.
+  const fh = await open(d.device, 'r+');
+  await fh.write(Buffer.alloc(MiB, 0x5a), 0, MiB, 7 * MiB);
+  await fh.sync();
+  await k(['patch', 'nodedisk', d.nodeDisk, '--type=merge', '-p', '{"spec":{"desired":{"state":"Available","owner":"","wipe":"e2e-drive-wipe-1"}}}']);
+  await until(
+    `${d.nodeDisk} wiped and free`,
+    3 * MINUTES,
+    () => jsonpath(d.nodeDisk, '{.status.node.phase} {.status.node.wipedFor} {.status.node.holdsData} {.status.node.message}'),
+    (l) => l.startsWith('Available e2e-drive-wipe-1  '),
+  );
+  const back = Buffer.alloc(MiB);
+  await fh.read(back, 0, MiB, 7 * MiB);
+  await fh.close();
+  t.true(
+    back.every((b) => b === 0),
+    "the team's bytes are zeroes",
+  );
+  const ls = await onNode(env, d.node, ['ls', '-1', DISK_DIR]);
+  t.false(ls.includes(`drive-wwn-${wwn(1)}`), `no marker, request or answer is left: ${ls}`);
+});
+
+test.serial('a pulled drive is Missing with its reservation kept, and back under its identity when plugged again', async (t) => {
+  t.timeout(6 * MINUTES);
+  const d = drives[2]!;
+  await k(['patch', 'nodedisk', d.nodeDisk, '--type=merge', '-p', '{"spec":{"desired":{"state":"Reserved","owner":"team-e2e"}}}']);
+  await until(
+    `${d.nodeDisk} Reserved`,
+    2 * MINUTES,
+    () => jsonpath(d.nodeDisk, '{.status.node.phase}'),
+    (p) => p === 'Reserved',
+  );
+  await unlink(d.link);
+  await until(
+    `${d.nodeDisk} Missing`,
+    3 * MINUTES,
+    () => jsonpath(d.nodeDisk, '{.status.node.phase} {.spec.desired.state}'),
+    (l) => l === 'Missing Reserved',
+  );
+  await symlink(`../../${d.device.replace('/dev/', '')}`, d.link);
+  await until(
+    `${d.nodeDisk} Reserved again`,
+    3 * MINUTES,
+    () => jsonpath(d.nodeDisk, '{.status.node.phase}'),
+    (p) => p === 'Reserved',
+  );
+  t.pass();
+});
