@@ -166,8 +166,9 @@ export async function inspectDiskFile(diskDir: string, name: string, fs: Discove
 export function diskIdOfEntry(name: string): string | undefined {
   const suffix = [MARKER_SUFFIX, STAGED_SUFFIX].find((s) => name.endsWith(s));
   const base = suffix ? name.slice(0, -suffix.length) : name;
-  // A drive's marker, `drive-<identity>.reserved` (./markers.ts), and its wipe's request and answer.
-  const driveSuffix = [MARKER_SUFFIX, WIPE_REQUEST_SUFFIX, WIPE_ANSWER_SUFFIX].find((s) => name.endsWith(s));
+  // A drive's marker, `drive-<identity>.reserved` (./markers.ts), its wipe's request and answer, and the
+  // node side's record of its stage (its removal lets a waiting wipe go at once).
+  const driveSuffix = [MARKER_SUFFIX, WIPE_REQUEST_SUFFIX, WIPE_ANSWER_SUFFIX, STAGED_SUFFIX].find((s) => name.endsWith(s));
   if (driveSuffix !== undefined && isDriveId(name)) return name.slice(0, -driveSuffix.length);
   if (!base.endsWith(DISK_SUFFIX)) return undefined;
   return diskIdFromFileName(base);

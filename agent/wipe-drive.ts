@@ -3,6 +3,7 @@
 // A request is written only while the drive is not mounted anywhere the scan can see, and always for the
 // device the drive's by-id name leads to now; the answer counts only for the token asked for.
 import { join } from 'node:path';
+import { isDriveRecordLive, readDriveStagedRecord } from '../api/drive-staged-record.ts';
 import { formatWipeRequest, parseWipeAnswer, wipeAnswerName, wipeRequestName } from '../api/drive-wipe.ts';
 import { readSmallFile, removeFile, writeFileAtomic } from '../lib/runtime/atomic-file.ts';
 import type { DriveInfo } from './discover.ts';
@@ -22,6 +23,14 @@ export async function wipeDriveStep(diskDir: string, diskID: string, token: stri
     await removeFile(join(diskDir, wipeRequestName(diskID)));
     await removeFile(answerPath);
     return { kind: 'wiped', bytes: answer.bytes, ms: answer.ms, method: answer.method };
+  }
+  // Staged by the node side (a Block volume's device node is bound where no mount names the drive).
+  const staged = await readDriveStagedRecord(diskDir, diskID);
+  if (staged !== undefined && (await isDriveRecordLive(staged))) {
+    return {
+      kind: 'waiting',
+      message: `waiting to wipe drive ${hostPath} (wipe request ${token}): it is staged at ${staged.stagingPath} on this node (${staged.device}); it is wiped once it is unstaged`,
+    };
   }
   if (drive.mountedAt.length) {
     return { kind: 'waiting', message: `waiting to wipe drive ${hostPath} (wipe request ${token}): it is mounted at ${drive.mountedAt.join(', ')}; it is wiped once nothing is mounted from it` };

@@ -113,8 +113,7 @@ function topologyOf(nd: NodeDisk): Topology[] {
  * blank disk, and a pod would otherwise mount the old filesystem as its own.
  */
 function blank(nd: NodeDisk): boolean {
-  // A drive is not staged by the node side yet (it attaches images to loop devices): never a PV's.
-  return !holdsData(nd) && !isDriveId(nd.spec.diskID);
+  return !holdsData(nd);
 }
 
 function capacityOf(nd: NodeDisk): number {
@@ -125,7 +124,13 @@ function volumeOf(nd: NodeDisk, volumeName: string): Volume {
   return {
     volume_id: volumeId(nd.metadata.name ?? '', volumeName),
     capacity_bytes: capacityOf(nd),
-    volume_context: { nodeDisk: nd.metadata.name ?? '', diskID: nd.spec.diskID, node: nd.spec.nodeName },
+    // A drive's by-id name: how the node side finds the device (spec.path is its host path in the by-id dir).
+    volume_context: {
+      nodeDisk: nd.metadata.name ?? '',
+      diskID: nd.spec.diskID,
+      node: nd.spec.nodeName,
+      ...(isDriveId(nd.spec.diskID) ? { byIdName: nd.spec.path.slice(nd.spec.path.lastIndexOf('/') + 1) } : {}),
+    },
     accessible_topology: topologyOf(nd),
   };
 }

@@ -124,6 +124,7 @@ export class DriveWiper {
     const sysDev = join(this.o.sysRoot ?? '/sys', 'dev', 'block', request.device);
     if ((await fsp.lstat(join(sysDev, 'partition')).catch(() => undefined)) !== undefined) return refuse(`${device} is a partition, not a whole drive`);
     const sectors = Number((await fsp.readFile(join(sysDev, 'size'), 'utf8').catch(() => '0')).trim());
+    if (!(sectors > 0)) return refuse(`${device} has no size (no medium, or detached): nothing to wipe, and nothing said wiped`);
     const started = Date.now();
     try {
       await runTool('blkdiscard', ['--zeroout', device], { timeoutMs: this.o.wipeTimeoutMs ?? 24 * 3600_000 });

@@ -16,7 +16,7 @@ import { pruneStaleRecords } from './staged-records.ts';
 
 export async function runNodeSide(config: NodeSideConfig, log: Logger, stopping: AbortSignal, ops: typeof opsServerOrExit): Promise<void> {
   const registration = config.registrationDir ? new Registration({ endpoint: config.csiAddress, log }) : undefined;
-  const service = new NodeService({ nodeName: config.nodeName, diskDir: config.diskDir, volumes });
+  const service = new NodeService({ nodeName: config.nodeName, diskDir: config.diskDir, byIdDir: config.byIdDir, volumes });
   // Before any call is served, so that nothing is being staged meanwhile: records whose device was detached
   // or went with a reboot while this program was not running.
   const stale = await pruneStaleRecords(config.diskDir).catch((err: unknown) => {

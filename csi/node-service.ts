@@ -4,8 +4,8 @@
 // in progress: what is staged and published is found again on the node, so a restart under running pods
 // loses nothing. It needs no Kubernetes API access: the volume's disk comes with the request.
 import { basename } from 'node:path';
-import { CSI_TOPOLOGY_KEY } from '../api/constants.ts';
-import { diskIdFromFileName, nodeDiskName } from '../api/names.ts';
+import { CSI_TOPOLOGY_KEY, DEFAULT_BY_ID_DIR } from '../api/constants.ts';
+import { diskIdFromFileName, isDriveId, nodeDiskName } from '../api/names.ts';
 import { checkCapability, fsTypeOf } from './capabilities.ts';
 import { OneAtATime } from '../lib/runtime/one-at-a-time.ts';
 import { CsiError, invalid } from './errors.ts';
@@ -20,8 +20,20 @@ export interface NodeVolumes {
   /** The images of the disk dir whose NodeDisk name on `nodeName` is `name` (a call with only a volume ID). */
   imagesNamed(diskDir: string, nodeName: string, name: string): Promise<string[]>;
   stage(o: { image: string; stagingPath: string; mode: 'filesystem' | 'block'; fsType: string; mountOptions: string[]; readOnly: boolean }): Promise<unknown>;
+  /** A drive's device node, from the by-id name its NodeDisk was made from (./node-drive-volumes.ts). */
+  openDrive(byIdDir: string, byIdName: string): Promise<string>;
+  stageDrive(o: {
+    device: string;
+    diskID: string;
+    diskDir: string;
+    stagingPath: string;
+    mode: 'filesystem' | 'block';
+    fsType: string;
+    mountOptions: string[];
+    readOnly: boolean;
+  }): Promise<unknown>;
   unstage(o: { stagingPath: string; diskDir: string; image?: string }): Promise<void>;
-  publish(o: { image: string; stagingPath: string; targetPath: string; mode: 'filesystem' | 'block'; readOnly: boolean; mountOptions: string[] }): Promise<void>;
+  publish(o: { image?: string; device?: string; stagingPath: string; targetPath: string; mode: 'filesystem' | 'block'; readOnly: boolean; mountOptions: string[] }): Promise<void>;
   unpublish(targetPath: string): Promise<void>;
   volumeStats(
     path: string,
@@ -42,8 +54,13 @@ const VOLUME_ERROR_CODES = {
 export interface NodeServiceOptions {
   nodeName: string;
   diskDir: string;
+  /** Where drives are named (a drive volume's context names one of them). */
+  byIdDir?: string;
   volumes: NodeVolumes;
 }
+
+/** What a volume is on: a disk image, or a drive's device. */
+type VolumeSource = { image: string } | { device: string; diskID: string };
 
 function mapVolumeError(err: unknown): never {
   if (err instanceof CsiError) throw err;
@@ -76,6 +93,24 @@ export class NodeService {
   private async exclusive<T>(volumeId: string, work: () => Promise<T>): Promise<T> {
     try {
       return await this.perVolume.run(volumeId, work);
+    } catch (err) {
+      return mapVolumeError(err);
+    }
+  }
+
+  /** What a volume is on: a drive named by its context, else its image (./imageOf). */
+  private async sourceOf(volumeIdText: string, context: Record<string, string> | undefined): Promise<VolumeSource> {
+    const diskID = context?.diskID;
+    if (diskID === undefined || !isDriveId(diskID)) return { image: await this.imageOf(volumeIdText, context) };
+    const id = parseVolumeId(volumeIdText);
+    if (!id) throw new CsiError('NOT_FOUND', `volume ${volumeIdText} is not a NodeDisks volume`);
+    if (context?.node !== undefined && context.node !== this.o.nodeName) throw new CsiError('FAILED_PRECONDITION', `volume ${volumeIdText} is on node ${context.node}, not on ${this.o.nodeName}`);
+    if (nodeDiskName(this.o.nodeName, diskID) !== id.nodeDisk)
+      throw new CsiError('NOT_FOUND', `volume ${volumeIdText}: its context names disk ${JSON.stringify(diskID)}, which is not NodeDisk ${id.nodeDisk} of node ${this.o.nodeName}`);
+    const byIdName = context?.byIdName;
+    if (byIdName === undefined) throw new CsiError('INVALID_ARGUMENT', `volume ${volumeIdText}: a drive's volume context names its by-id name (byIdName); this one has none`);
+    try {
+      return { device: await this.o.volumes.openDrive(this.o.byIdDir ?? DEFAULT_BY_ID_DIR, byIdName), diskID };
     } catch (err) {
       return mapVolumeError(err);
     }
@@ -127,16 +162,10 @@ export class NodeService {
       if (!cap) throw invalid('volume_capability is required');
       checkCapability(cap);
       return this.exclusive(req.volume_id, async () => {
-        const image = await this.imageOf(req.volume_id, req.volume_context);
-        const mode = modeOf(cap);
-        await this.o.volumes.stage({
-          image,
-          stagingPath: req.staging_target_path,
-          mode,
-          fsType: fsTypeOf(cap),
-          mountOptions: cap.mount?.mount_flags ?? [],
-          readOnly: readOnlyMode(cap),
-        });
+        const source = await this.sourceOf(req.volume_id, req.volume_context);
+        const how = { stagingPath: req.staging_target_path, mode: modeOf(cap), fsType: fsTypeOf(cap), mountOptions: cap.mount?.mount_flags ?? [], readOnly: readOnlyMode(cap) };
+        if ('device' in source) await this.o.volumes.stageDrive({ ...source, diskDir: this.o.diskDir, ...how });
+        else await this.o.volumes.stage({ image: source.image, ...how });
         return {};
       });
     },
@@ -163,9 +192,9 @@ export class NodeService {
       if (!cap) throw invalid('volume_capability is required');
       checkCapability(cap);
       return this.exclusive(req.volume_id, async () => {
-        const image = await this.imageOf(req.volume_id, req.volume_context);
+        const source = await this.sourceOf(req.volume_id, req.volume_context);
         await this.o.volumes.publish({
-          image,
+          ...('device' in source ? { device: source.device } : { image: source.image }),
           stagingPath: req.staging_target_path,
           targetPath: req.target_path,
           mode: modeOf(cap),

@@ -16,6 +16,7 @@ import { isReadOnly, type MountEntry, readMounts, topMountAt } from '../lib/runt
 import { splitDeviceNumber } from '../api/staged-record.ts';
 import { absolutePath, errnoOf, fsTypeArg, modeArg, mountOptionsArg, PER_MOUNT_FLAGS, pathArg, readOnlyByOptions, type VolumeMode } from './node-args.ts';
 import { BLKID_TIMEOUT_MS, deviceNode, detachUnmounted, format, isFilesystemOf, MOUNT_TIMEOUT_MS, probe, sameNumber, unmountAll } from './node-devices.ts';
+import { driveStagesAt, forgetDriveStagesAt } from './node-drive-volumes.ts';
 import { NodeVolumeError } from './node-errors.ts';
 import { checkImage, existingImage } from './node-images.ts';
 import { runTool } from './run-tool.ts';
@@ -24,6 +25,7 @@ import { liveRecordsAt, removeStagedRecords, stagedRecordOf, writeStagedRecord }
 export { isMountPoint } from '../lib/runtime/mountinfo.ts';
 export { supportedFsTypes, type VolumeMode } from './node-args.ts';
 export { imagesNamed, openImage } from './node-images.ts';
+export { openDrive, stageDrive } from './node-drive-volumes.ts';
 export { isNodeVolumeError, NodeVolumeError, type NodeVolumeErrorCode } from './node-errors.ts';
 
 const CREATE_TARGET_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
@@ -153,7 +155,9 @@ export interface PublishRequest {
   /** Filesystem mode: a directory (made here); Block mode: a file (made here, with its parent dir). */
   targetPath: string;
   mode: VolumeMode;
-  image: string;
+  /** The disk image, from openImage; or, for a drive, its device node (./node-drive-volumes.ts openDrive). */
+  image?: string | undefined;
+  device?: string | undefined;
   readOnly?: boolean | undefined;
   /** Only the per-mount flags among them apply here (nosuid, noexec, …); the rest applied at stage. */
   mountOptions?: string[] | undefined;
@@ -162,7 +166,10 @@ export interface PublishRequest {
 /** Bind-mounts the staged volume (Filesystem) or the loop device (Block) at the target path, unless it is already there. */
 export async function publish(r: PublishRequest): Promise<void> {
   const mode = modeArg(r.mode);
-  const image = await existingImage(absolutePath('disk image', r.image));
+  const image = r.device === undefined ? await existingImage(absolutePath('disk image', r.image ?? '')) : undefined;
+  // The devices the volume is on: the drive itself, or the loop devices serving the image's inode.
+  const volumeDevices = async () => (image === undefined ? [await deviceNode(r.device!)] : await Promise.all(devicesOfImage(await listLoopDevices(), image).map((d) => deviceNode(d.device))));
+  const what = image === undefined ? `drive ${r.device}` : `a loop device of ${image.path}`;
   const targetPath = await pathArg('target path', r.targetPath);
   const options = mountOptionsArg(r.mountOptions);
   const readOnly = r.readOnly === true || readOnlyByOptions(options);
@@ -173,9 +180,9 @@ export async function publish(r: PublishRequest): Promise<void> {
       const mounts = await readMounts();
       const staged = topMountAt(mounts, stagingPath);
       if (!staged) throw new NodeVolumeError('failed-precondition', `the volume is not staged: nothing is mounted at ${stagingPath}`);
-      const nodes = await Promise.all(devicesOfImage(await listLoopDevices(), image).map((d) => deviceNode(d.device)));
+      const nodes = await volumeDevices();
       if (!nodes.some((n) => isFilesystemOf(staged, n))) {
-        throw new NodeVolumeError('failed-precondition', `staging path ${stagingPath} has ${staged.source} mounted, not a loop device of ${image.path}`);
+        throw new NodeVolumeError('failed-precondition', `staging path ${stagingPath} has ${staged.source} mounted, not ${what}`);
       }
       await makeTargetDir(targetPath);
       const top = topMountAt(mounts, targetPath);
@@ -190,15 +197,14 @@ export async function publish(r: PublishRequest): Promise<void> {
     });
   }
   return serialized(targetPath, async () => {
-    const attached = devicesOfImage(await listLoopDevices(), image);
-    if (attached.length === 0) throw new NodeVolumeError('failed-precondition', `the volume is not staged: no loop device serves ${image.path}`);
-    const nodes = await Promise.all(attached.map((d) => deviceNode(d.device)));
+    const nodes = await volumeDevices();
+    if (nodes.length === 0) throw new NodeVolumeError('failed-precondition', `the volume is not staged: no loop device serves ${image?.path}`);
     const top = topMountAt(await readMounts(), targetPath);
     if (top) {
       const st = await fsp.stat(targetPath, { bigint: true }).catch(() => undefined);
       const rdev = st?.isBlockDevice() ? splitDeviceNumber(st.rdev) : undefined;
       const bound = rdev !== undefined && nodes.some((n) => n.rdev.major === rdev.major && n.rdev.minor === rdev.minor);
-      if (!bound) throw new NodeVolumeError('already-exists', `target path ${targetPath} already has ${top.source} mounted, not a loop device of ${image.path}`);
+      if (!bound) throw new NodeVolumeError('already-exists', `target path ${targetPath} already has ${top.source} mounted, not ${what}`);
       checkReadOnly(top, readOnly, targetPath);
       return;
     }
@@ -304,7 +310,10 @@ export async function unstage(r: UnstageRequest): Promise<void> {
       if (d && !mine.some((m) => m.device === d.device)) mine.push(d);
     };
     const top = topMountAt(await readMounts(), stagingPath);
-    if (top) {
+    // A drive staged here is the drive itself, never ours to detach, even when it is a loop device (the
+    // local cluster's stand-in drives are).
+    const drives = new Set((await driveStagesAt(diskDir, stagingPath)).map((r) => r.rdev));
+    if (top && !drives.has(`${top.major}:${top.minor}`)) {
       for (const d of devices) {
         const n = await deviceNode(d.device).catch(() => undefined);
         if (n && isFilesystemOf(top, n)) add(d);
@@ -317,6 +326,8 @@ export async function unstage(r: UnstageRequest): Promise<void> {
     await unmountAll(stagingPath);
     await detachUnmounted(mine, image ?? `the volume staged at ${stagingPath}`);
     await removeStagedRecords(diskDir, stagingPath);
+    // A drive's volume has no loop device: unmounted, its stage is undone.
+    await forgetDriveStagesAt(diskDir, stagingPath);
   });
 }
 

@@ -8,6 +8,7 @@ import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { mkdir, open, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { imageRef } from '../../hack/cluster/images.ts';
 import { onNode, until } from '../../hack/cluster/run.ts';
 import { DISK_DIR, NODE_NAMES, nodeSpec } from '../../hack/cluster/topology.ts';
 import { clusterForFile, MINUTES, nodeDisksE2E } from './_nodedisks.ts';
@@ -122,4 +123,71 @@ test.serial('a pulled drive is Missing with its reservation kept, and back under
     (p) => p === 'Reserved',
   );
   t.pass();
+});
+
+test.serial("a PVC of a drive class gets a wiped drive straight (no loop device): the pod's bytes are on the drive, and deleting the PVC wipes it for the next team", async (t) => {
+  t.timeout(10 * MINUTES);
+  const d = drives[1]!; // the one wiped above: the only blank drive
+  const write = (file: string, manifest: unknown) => {
+    const path = join(dataDir, `${file}.json`);
+    return writeFile(path, JSON.stringify(manifest)).then(() => k(['apply', '-f', path]));
+  };
+  await write('drive-class', {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: 'nodedisks-drives' },
+    provisioner: 'nodedisks.localtest.example.com',
+    volumeBindingMode: 'WaitForFirstConsumer',
+    reclaimPolicy: 'Delete',
+    parameters: { 'csi.storage.k8s.io/fstype': 'ext4', diskSelector: 'localtest.example.com/media in (ssd,hdd)' },
+  });
+  await k(['create', 'namespace', 'team-drives']);
+  await write('drive-pvc', {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: 'data', namespace: 'team-drives' },
+    spec: { storageClassName: 'nodedisks-drives', accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '64Mi' } } },
+  });
+  const script = "require('fs').writeFileSync('/data/proof', 'team-drives bytes'); require('fs').fsyncSync(require('fs').openSync('/data/proof', 'r')); setInterval(() => {}, 1 << 30);";
+  await write('drive-pod', {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'app', namespace: 'team-drives' },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'app', image: imageRef('node-disks-agent'), imagePullPolicy: 'Never', command: ['/nodejs/bin/node', '-e', script], volumeMounts: [{ name: 'd', mountPath: '/data' }] }],
+      volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }],
+    },
+  });
+  const line = await until(
+    'the pod Running',
+    4 * MINUTES,
+    () => k(['-n', 'team-drives', 'get', 'pod', 'app', '-o', 'jsonpath={.status.phase} {.spec.nodeName}']),
+    (l) => l.startsWith('Running '),
+  );
+  t.is(line.split(' ')[1], d.node, "scheduled where the class's only blank drive is");
+  const pv = await k(['-n', 'team-drives', 'get', 'pvc', 'data', '-o', 'jsonpath={.spec.volumeName}']);
+  t.is((await k(['get', 'pv', pv, '-o', 'jsonpath={.spec.csi.volumeHandle}'])).split('/')[0], d.nodeDisk);
+  // Straight to the drive: its filesystem is what the node mounted, and no loop device serves a drive.
+  const fsOnDrive = execFileSync('blkid', ['-p', '-s', 'TYPE', '-o', 'value', d.device], { encoding: 'utf8' }).trim();
+  t.is(fsOnDrive, 'ext4');
+  t.false(execFileSync('losetup', ['-a'], { encoding: 'utf8' }).includes(`(${d.device})`), 'no loop device over the drive');
+
+  await k(['-n', 'team-drives', 'delete', 'pod', 'app', '--wait=true']);
+  await k(['-n', 'team-drives', 'delete', 'pvc', 'data', '--wait=true']);
+  await until(
+    `${d.nodeDisk} wiped and free again`,
+    4 * MINUTES,
+    () => jsonpath(d.nodeDisk, '{.spec.desired.state} {.status.node.phase} {.status.node.holdsData} {.status.node.wipedFor}'),
+    (l) => /^Available Available {2}\S+$/.test(l) && !l.endsWith('e2e-drive-wipe-1'),
+  );
+  const probe = (() => {
+    try {
+      execFileSync('blkid', ['-p', d.device], { stdio: 'ignore' });
+      return 0;
+    } catch (err) {
+      return (err as { status: number }).status;
+    }
+  })();
+  t.is(probe, 2, "the team's filesystem is gone: the next team gets a blank drive");
 });

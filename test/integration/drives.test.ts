@@ -4,7 +4,7 @@
 // a mounted one with the reason, keeps their reservation markers, and keeps a pulled drive's reservation.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, open, readdir, readFile, rm, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -14,6 +14,8 @@ import { formatWipeRequest, parseWipeAnswer } from '../../api/drive-wipe.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { DriveWiper } from '../../csi/drive-wiper.ts';
+import { openDrive, publish, stageDrive, unpublish, unstage } from '../../csi/node-volumes.ts';
+import { parseMountInfo } from '../../lib/runtime/mountinfo.ts';
 import { startAgent, startController, startCsiNode, type Program } from '../../hack/lib/programs.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { eventually } from '../../hack/lib/wait.ts';
@@ -257,4 +259,62 @@ test.serial('a drive moved to another node appears there under its identity, and
     await agentB.stop();
     await controller.stop();
   }
+});
+
+test.serial('the node side stages a drive itself (no loop device), records it, and the agent waits for the unstage before a wipe', async (t) => {
+  const wwn = WWNS[0]!;
+  const name = driveName(wwn);
+  const diskID = `drive-wwn-${wwn}`;
+  await disk(name, (x) => x.status?.node?.phase === 'Available' && !x.status.node.holdsData, 'Available and blank');
+  const device = await openDrive(byIdDir, `wwn-0x${wwn}`);
+  t.is(device, loops[0]!);
+  await t.throwsAsync(openDrive(byIdDir, 'wwn-0xnothing'), { message: /is not on this node/ });
+  await t.throwsAsync(openDrive(byIdDir, '../../sda'), { message: /is not a by-id name/ });
+
+  const stagingPath = join(work, 'csi', 'staging', diskID);
+  const targetPath = join(work, 'csi', 'pod', 'volume');
+  const request = { device, diskID, diskDir, stagingPath, mode: 'filesystem' as const, fsType: 'ext4', mountOptions: [], readOnly: false };
+  await stageDrive(request);
+  await stageDrive(request); // repeated: nothing twice
+  const staged = parseMountInfo(await readFile('/proc/self/mountinfo', 'utf8')).filter((m) => m.mountPoint === stagingPath);
+  t.is(staged.length, 1);
+  t.is(staged[0]!.fsType, 'ext4');
+  t.true(existsSync(join(diskDir, `${diskID}.staged`)), 'recorded for the agent');
+  await publish({ device, stagingPath, targetPath, mode: 'filesystem' });
+  // Undone whatever happens below: the mounts must not outlive the test.
+  t.teardown(async () => {
+    await unpublish(targetPath).catch(() => undefined);
+    await unstage({ stagingPath, diskDir }).catch(() => undefined);
+  });
+  await writeFile(join(targetPath, 'data'), 'team bytes');
+
+  // Held by a volume, then released with a wipe while still staged: the agent waits.
+  await kubectl('patch', 'nodedisk', name, '--type=merge', '-p', '{"spec":{"desired":{"state":"Reserved","owner":"team-db"}}}');
+  await disk(name, (x) => x.status?.node?.phase === 'Reserved', 'Reserved');
+  await kubectl('patch', 'nodedisk', name, '--type=merge', '-p', '{"spec":{"desired":{"state":"Available","owner":"","wipe":"w-staged-drive"}}}');
+  const waiting = await disk(name, (x) => x.status?.node?.phase === 'Wiping', 'Wiping');
+  t.regex(waiting.status?.node?.message ?? '', new RegExp(`it is staged at ${stagingPath} on this node`));
+  t.false(existsSync(join(diskDir, `${diskID}.wipe`)), 'nothing is asked of the node side while it is staged');
+
+  await unpublish(targetPath);
+  await unstage({ stagingPath, diskDir });
+  t.false(existsSync(join(diskDir, `${diskID}.staged`)));
+  await disk(name, (x) => x.status?.node?.wipedFor === 'w-staged-drive' && x.status.node.phase === 'Available', 'wiped once unstaged');
+  const probe = await run('blkid', ['-p', device]).then(
+    () => 0,
+    (e: { code: number }) => e.code,
+  );
+  t.is(probe, 2, 'the filesystem the volume had is gone');
+
+  // Block mode: the device node itself, bound onto the target file; recorded, then forgotten.
+  const blockStaging = join(work, 'csi', 'staging-block', diskID);
+  const blockTarget = join(work, 'csi', 'pod-block', 'dev');
+  await stageDrive({ ...request, stagingPath: blockStaging, mode: 'block' });
+  await publish({ device, stagingPath: blockStaging, targetPath: blockTarget, mode: 'block' });
+  const st = await stat(blockTarget);
+  t.true(st.isBlockDevice());
+  t.true(existsSync(join(diskDir, `${diskID}.staged`)));
+  await unpublish(blockTarget);
+  await unstage({ stagingPath: blockStaging, diskDir });
+  t.false(existsSync(join(diskDir, `${diskID}.staged`)));
 });

@@ -20,6 +20,8 @@ function recordingVolumes(): { volumes: NodeVolumes; log: string[]; release: () 
     openImage: async (dir, id) => `${dir}/${id}.img`,
     imagesNamed: async () => [],
     stage: async () => {},
+    openDrive: async (dir, name) => `/dev/${dir.length}-${name}`,
+    stageDrive: async () => {},
     unstage: async () => {},
     publish: async (o) => {
       inside++;

@@ -132,7 +132,7 @@ test("a disk whose earlier owner's bytes were kept on purpose (release without -
   t.false(await byVolume(kept, view));
 });
 
-test('a wiped, free drive goes to a person or a claim, but to no PV until the node side stages drives itself', async (t) => {
+test('a free drive goes to a person or a claim; to a PV only once wiped, as the node side formats only a blank disk', async (t) => {
   const drive = disk((nd) => {
     nd.spec.diskID = 'drive-wwn-5000c500a1b2c3d4';
     nd.spec.path = '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4';
@@ -143,7 +143,12 @@ test('a wiped, free drive goes to a person or a claim, but to no PV until the no
   t.is(notFree(drive, view), undefined);
   t.true(byReserve(drive));
   t.true(byClaim(drive, view));
-  t.false(await byVolume(drive, view));
+  t.true(await byVolume(drive, view));
+  const neverWiped = structuredClone(drive);
+  delete neverWiped.status!.node!.wipedFor;
+  neverWiped.status!.node!.holdsData = true;
+  t.true(byClaim(neverWiped, view));
+  t.false(await byVolume(neverWiped, view));
 });
 
 test("a class's diskSelector is the PV route's own filter, over the one predicate: a free disk outside the class counts for none of its capacity", async (t) => {
