@@ -6,14 +6,13 @@
 // The disk dir is not trusted: a record is written to an exclusive, no-follow temp file and renamed over
 // the entry (a link there is replaced, never followed); a record read back only counts while its device
 // is live and still serves the inode it names (the caller checks that against losetup's list).
-import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { DISK_SUFFIX } from '../api/constants.ts';
 import { bootId, deviceNumberText, diskSeq, formatStagedRecord, isLive, readStagedRecords, type StagedRecord, stagedRecordName } from '../api/staged-record.ts';
 import type { ImageRef } from './loop.ts';
 import { NodeVolumeError } from './node-errors.ts';
+import { writeFileAtomic } from '../lib/runtime/atomic-file.ts';
 import { fsyncDir } from '../lib/runtime/fsync-dir.ts';
 
 /** The record a stage of `image` on `device` at `stagingPath` leaves: the device's number and sequence read now. */
@@ -37,19 +36,9 @@ export async function writeStagedRecord(image: ImageRef, record: StagedRecord): 
   const text = formatStagedRecord(record);
   const existing = (await readStagedRecords(dir)).find((f) => f.name === name);
   if (existing && formatStagedRecord(existing.record) === text) return;
-  const tmp = join(dir, `.${name}.tmp-${randomBytes(6).toString('hex')}`);
   try {
-    const fh = await fsp.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
-    try {
-      await fh.writeFile(text);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await fsp.rename(tmp, join(dir, name));
-    await fsyncDir(dir);
+    await writeFileAtomic(dir, name, text);
   } catch (err) {
-    await fsp.unlink(tmp).catch(() => undefined);
     throw new NodeVolumeError('internal', `cannot write the staged record ${name} beside ${image.path}: ${(err as Error).message}`, { cause: err });
   }
 }
