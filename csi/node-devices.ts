@@ -30,7 +30,7 @@ export async function deviceNode(device: string): Promise<DeviceNode> {
   try {
     st = await fsp.stat(device, { bigint: true });
   } catch (err) {
-    throw new NodeVolumeError('internal', `cannot look at loop device ${device} (is the host's /dev mounted?): ${(err as Error).message}`, { cause: err });
+    throw new NodeVolumeError('internal', `cannot look at device ${device} (is the host's /dev mounted?): ${(err as Error).message}`, { cause: err });
   }
   if (!st.isBlockDevice()) throw new NodeVolumeError('internal', `${device} is not a block device`);
   return { device, rdev: splitDeviceNumber(st.rdev), dev: splitDeviceNumber(st.dev) };
