@@ -3,8 +3,9 @@
 // Prometheus' text parser and PromQL parser (npm test), csi-sanity (the CSI driver's conformance tests)
 // and csi-provisioner (the local cluster's CSI sidecar), e2e.test and agnhost (npm run test:storage);
 // and fetches promtool and prometheus (Debian's prometheus package, npm test), busybox (Debian's
-// busybox-static, npm run test:storage) and mkfs.xfs (Debian's xfsprogs, the local cluster's CSI image).
-//   node hack/setup.ts                    all eleven
+// busybox-static, npm run test:storage), mkfs.xfs (Debian's xfsprogs, the local cluster's CSI image) and
+// fio (Debian's, with the libraries it links that the host lacks: npm run bench:io).
+//   node hack/setup.ts                    all twelve
 //   node hack/setup.ts krew healthcheck   only those
 import { ensureBinaries } from './controlplane/binaries.ts';
 import { ensureCsiProvisioner, ensureCsiSanity } from './csi/tools.ts';
@@ -17,6 +18,7 @@ import { ensurePromql } from './promql/promql.ts';
 import { ensurePromtext } from './promtext/promtext.ts';
 import { ensurePromtool } from './promtool/promtool.ts';
 import { ensureXfsprogs } from './cluster/xfsprogs.ts';
+import { ensureFio } from './fio/fio.ts';
 
 const tools: Record<string, () => Promise<string>> = {
   controlplane: async () => {
@@ -29,6 +31,7 @@ const tools: Record<string, () => Promise<string>> = {
     const b = await ensureE2eBinaries();
     return `${b.e2eTest}, ${b.agnhost} and ${await ensureBusybox()}`;
   },
+  fio: async () => (await ensureFio()).bin,
   healthcheck: () => ensureHealthcheck(),
   helm: () => ensureHelm(),
   krew: async () => `${await ensureKrew()} and ${await ensureValidateKrewManifest()}`,

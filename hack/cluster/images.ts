@@ -25,7 +25,7 @@ export const PAUSE_IMAGE = 'localhost/nodedisks-pause:1';
 /** The local cluster's csi-provisioner (the overlay's `csi-provisioner:dev`), in place of registry.k8s.io's. */
 export const CSI_PROVISIONER_IMAGE = imageRef('csi-provisioner');
 
-async function fileEntry(hostPath: string, imagePath: string, mode?: number): Promise<Entry> {
+export async function fileEntry(hostPath: string, imagePath: string, mode?: number): Promise<Entry> {
   const real = await realpath(hostPath);
   const st = await stat(real);
   return { path: imagePath, type: 'file', content: await readFile(real), mode: mode ?? st.mode & 0o777 };

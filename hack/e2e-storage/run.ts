@@ -1,26 +1,29 @@
-// `sudo npm run test:storage [-- --focus=REGEX] [--out=DIR]`: Kubernetes' own external storage suites
+// `sudo npm run test:storage [-- --focus=REGEX] [--out=DIR] [--drives]`: Kubernetes' own external storage suites
 // (e2e.test with testdriver.yaml beside this file) against NodeDisks on a local cluster of three kubelets
 // started for the run and torn down after it. e2e.test and agnhost are built and busybox fetched once per
 // machine, the test images made from them at each run (hack/e2e-storage); nothing is pulled. --focus narrows the specs further (the e2e test runs a subset);
 // the ginkgo JSON report, its summary (summary.json) and e2e.test's output stay in --out (default: a temp
-// dir, named at the end).
+// dir, named at the end). --drives runs them against a class of drives instead of disk images: each node
+// gets stand-in drives of the same sizes (hack/cluster/stand-in-drives.ts) and no images, every drive is
+// wiped once (a drive never wiped by NodeDisks holds data), and the test driver's class is DRIVE_CLASS.
 // Exit 0 only when no spec failed and at least one passed.
 import { spawn } from 'node:child_process';
-import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { dump } from 'js-yaml';
+import { dump, load } from 'js-yaml';
 import { sh } from '../cluster/host.ts';
 import { writeArchive } from '../cluster/oci.ts';
 import { clusterEnv, seedNodeUniqueDisks, startCluster, until, UP, waitForOutput } from '../cluster/run.ts';
+import { attachStandInDrives, detachStandInDrives, type StandInDrive } from '../cluster/stand-in-drives.ts';
 import { NODE_NAMES } from '../cluster/topology.ts';
 import { ensureBinaries } from '../controlplane/binaries.ts';
 import { ensureE2eBinaries } from './e2e-test.ts';
 import { buildE2eImages, e2eImages, REPO_LIST } from './images.ts';
 import { REPO_ROOT } from '../lib/paths.ts';
 import { formatSummary, readSummary, type Summary } from './report.ts';
-import { FOCUS, SKIP } from './selection.ts';
+import { DRIVER, FOCUS, SKIP } from './selection.ts';
 
 const MiB = 2 ** 20;
 /**
@@ -38,6 +41,25 @@ export interface StorageRunOptions {
   log?: (line: string) => void;
   /** Copy e2e.test's output to stdout as it comes (the command does; the e2e test keeps it in the log only). */
   echo?: boolean;
+  /** Against stand-in drives through DRIVE_CLASS, with no disk images on the nodes. */
+  drives?: boolean;
+}
+
+/** The class of the --drives run: the stand-in drives' media (loop devices are ssd or hdd, by their sysfs). */
+export const DRIVE_CLASS = {
+  apiVersion: 'storage.k8s.io/v1',
+  kind: 'StorageClass',
+  metadata: { name: 'nodedisks-drives' },
+  provisioner: DRIVER,
+  volumeBindingMode: 'WaitForFirstConsumer',
+  reclaimPolicy: 'Delete',
+  parameters: { 'csi.storage.k8s.io/fstype': 'ext4', diskSelector: 'localtest.example.com/media in (nvme,ssd,hdd)' },
+};
+
+/** testdriver.yaml with its class swapped for DRIVE_CLASS: the same driver and capabilities otherwise. */
+export function driveTestDriver(): string {
+  const base = load(readFileSync(join(REPO_ROOT, 'hack', 'e2e-storage', 'testdriver.yaml'), 'utf8')) as { StorageClass: Record<string, string> };
+  return dump({ ...base, StorageClass: { FromExistingClassName: DRIVE_CLASS.metadata.name } });
 }
 
 /**
@@ -55,7 +77,7 @@ export function storageFocus(extra?: string): string {
 }
 
 /** Runs the suites on a fresh local cluster; returns their summary (throws if the run itself broke). */
-export async function runStorageSuites(o: StorageRunOptions): Promise<Summary> {
+export async function runStorageSuites(o: StorageRunOptions): Promise<Summary & { drivesWipedAfterUse?: number }> {
   const say = o.log ?? ((l: string) => console.log(l));
   const focus = storageFocus(o.focus);
   mkdirSync(o.out, { recursive: true });
@@ -76,18 +98,47 @@ export async function runStorageSuites(o: StorageRunOptions): Promise<Summary> {
   const k = (args: string[]) => sh(kubectl, [`--kubeconfig=${kubeconfig}`, ...args], { timeoutMs: 120_000 });
   say(`starting a local cluster in ${dataDir} (1–2 minutes)`);
   let passed = false;
+  const drives: StandInDrive[] = [];
   const run = startCluster(env);
   try {
     await waitForOutput(run, UP, 40 * 60_000);
-    seedNodeUniqueDisks(dataDir, DISK_SIZES);
     const all = DISK_SIZES.length * NODE_NAMES.length;
-    await until(
-      `${all} disks Available`,
-      600_000,
-      async () =>
-        (await k(['get', 'nodedisks', '-o', 'jsonpath={range .items[*]}{.spec.desired.state}/{.status.node.phase}{"\\n"}{end}'])).split('\n').filter((l) => l === 'Available/Available').length,
-      (n) => n === all,
-    );
+    const free = async (prefix: string) =>
+      (await k(['get', 'nodedisks', '-o', 'jsonpath={range .items[*]}{.spec.desired.state}/{.status.node.phase}/{.status.node.holdsData}/{.metadata.name}{"\\n"}{end}']))
+        .split('\n')
+        .filter((l) => /^Available\/Available\/(false)?\//.test(l) && l.includes(prefix)).length;
+    let testDriver = join(REPO_ROOT, 'hack', 'e2e-storage', 'testdriver.yaml');
+    if (o.drives) {
+      seedNodeUniqueDisks(dataDir, []);
+      drives.push(...attachStandInDrives(dataDir, DISK_SIZES, 1));
+      await until(
+        `${all} drives found`,
+        600_000,
+        () => k(['get', 'nodedisks', '-o', 'name']),
+        (l) => drives.every((d) => l.includes(`/${d.nodeDisk}`)),
+      );
+      // Taking over a drive is an explicit wipe (docs/drives.md); until then it holds data and backs no PV.
+      for (const d of drives) await k(['patch', 'nodedisk', d.nodeDisk, '--type=merge', '-p', '{"spec":{"desired":{"wipe":"storage-suites"}}}']);
+      await until(
+        `${all} drives wiped and Available`,
+        600_000,
+        () => free('-drive-'),
+        (n) => n === all,
+      );
+      const classFile = join(o.out, 'drive-class.json');
+      writeFileSync(classFile, JSON.stringify(DRIVE_CLASS));
+      await k(['apply', '-f', classFile]);
+      testDriver = join(o.out, 'testdriver-drives.yaml');
+      writeFileSync(testDriver, driveTestDriver());
+    } else {
+      seedNodeUniqueDisks(dataDir, DISK_SIZES);
+      await until(
+        `${all} disks Available`,
+        600_000,
+        () => free('-'),
+        (n) => n === all,
+      );
+    }
     for (const node of NODE_NAMES) {
       const socket = join(dataDir, 'nodes', node.slice(node.lastIndexOf('-') + 1), 'run-containerd', 'containerd.sock');
       for (const f of archives) await sh('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'import', '--no-unpack', f], { timeoutMs: 300_000 });
@@ -100,7 +151,7 @@ export async function runStorageSuites(o: StorageRunOptions): Promise<Summary> {
       '--provider=skeleton',
       '--node-os-distro=debian',
       `--kubectl-path=${kubectl}`,
-      `--storage.testdriver=${join(REPO_ROOT, 'hack', 'e2e-storage', 'testdriver.yaml')}`,
+      `--storage.testdriver=${testDriver}`,
       `--ginkgo.focus=${focus}`,
       `--ginkgo.skip=${SKIP}`,
       '--ginkgo.timeout=4h',
@@ -141,10 +192,18 @@ export async function runStorageSuites(o: StorageRunOptions): Promise<Summary> {
     writeFileSync(join(o.out, 'summary.json'), `${JSON.stringify({ focus, exitCode: code, ...summary }, null, 2)}\n`);
     say(formatSummary(summary));
     passed = summary.failed === 0;
+    if (o.drives) {
+      // A drive that backed a deleted PV was wiped again for the next spec, under another request than ours.
+      const wiped = await k(['get', 'nodedisks', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.status.node.wipedFor}{"\\n"}{end}']);
+      const reused = wiped.split('\n').filter((l) => l.includes('-drive-') && !l.endsWith('=storage-suites')).length;
+      say(`${reused} of ${all} drives backed a volume and were wiped after it`);
+      return { ...summary, drivesWipedAfterUse: reused };
+    }
     return summary;
   } finally {
     run.child.kill('SIGINT');
     const exit = await run.exited;
+    detachStandInDrives(drives);
     // A failed run keeps the cluster's logs (control plane, kubelets, containers) beside its report.
     if (!passed && existsSync(join(dataDir, 'logs'))) cpSync(join(dataDir, 'logs'), join(o.out, 'cluster-logs'), { recursive: true, force: true });
     say(`local cluster stopped (exit ${exit})${passed ? '' : `; its logs are in ${join(o.out, 'cluster-logs')}`}`);
@@ -153,14 +212,14 @@ export async function runStorageSuites(o: StorageRunOptions): Promise<Summary> {
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({ options: { focus: { type: 'string' }, out: { type: 'string' } } });
+  const { values } = parseArgs({ options: { focus: { type: 'string' }, out: { type: 'string' }, drives: { type: 'boolean' } } });
   if (process.getuid?.() !== 0) {
     console.error('error: the storage suites run on the local cluster, which needs root: sudo npm run test:storage');
     process.exit(2);
   }
   const out = values.out ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'nodedisks-storage-'));
   try {
-    const s = await runStorageSuites({ out, ...(values.focus ? { focus: values.focus } : {}) });
+    const s = await runStorageSuites({ out, drives: values.drives === true, ...(values.focus ? { focus: values.focus } : {}) });
     console.log(`report and log in ${out}`);
     process.exit(s.failed === 0 && s.passed > 0 ? 0 : 1);
   } catch (err) {

@@ -6,11 +6,12 @@
 // pulled drive is Missing with its reservation kept. One cluster for the file; the tests run in order.
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
-import { mkdir, open, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
+import { open, symlink, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { imageRef } from '../../hack/cluster/images.ts';
 import { onNode, until } from '../../hack/cluster/run.ts';
-import { DISK_DIR, NODE_NAMES, nodeSpec } from '../../hack/cluster/topology.ts';
+import { attachStandInDrives, detachStandInDrives, type StandInDrive, standInWwn } from '../../hack/cluster/stand-in-drives.ts';
+import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
 import { clusterForFile, MINUTES, nodeDisksE2E } from './_nodedisks.ts';
 
 const MiB = 2 ** 20;
@@ -19,35 +20,16 @@ const { dataDir, env } = cluster;
 const { k } = nodeDisksE2E(dataDir, env, cluster.kubectl);
 
 /** The WWN of node i's stand-in drive: what the local cluster's agents select (`by-id=wwn-0x5000d15c*`). */
-const wwn = (i: number) => `5000d15c00${i}1`;
-const drives: { node: string; device: string; link: string; nodeDisk: string }[] = [];
+const wwn = (i: number) => standInWwn(0, i, 1);
+const drives: StandInDrive[] = [];
 
-test.after.always(() => {
-  // Teardown detaches loop devices over files in the node dirs too; this is the test's own tidying.
-  for (const d of drives) {
-    try {
-      execFileSync('losetup', ['-d', d.device], { stdio: 'ignore' });
-    } catch {
-      // Detached already by the cluster's teardown, which ran first.
-    }
-  }
-});
+test.after.always(() => detachStandInDrives(drives));
 
 const jsonpath = (name: string, path: string) => k(['get', 'nodedisk', name, '-o', `jsonpath=${path}`]);
 
 test.serial("each node's chosen drive is a NodeDisk of that node named by its WWN, beside the disk images, with its facts", async (t) => {
   t.timeout(10 * MINUTES);
-  for (const [i, node] of NODE_NAMES.entries()) {
-    const dir = join(nodeSpec(dataDir, node, i).dir, 'node-disks-manager');
-    await mkdir(join(dir, 'drives'), { recursive: true });
-    const file = join(dir, 'drives', 'drive1');
-    await writeFile(file, '');
-    await truncate(file, 128 * MiB);
-    const device = execFileSync('losetup', ['--find', '--show', file], { encoding: 'utf8' }).trim();
-    const link = join(dir, 'by-id', `wwn-0x${wwn(i)}`);
-    drives.push({ node, device, link, nodeDisk: `node-disk-${node}-drive-wwn-${wwn(i)}` });
-    await symlink(`../../${device.replace('/dev/', '')}`, link);
-  }
+  drives.push(...attachStandInDrives(dataDir, [128 * MiB]));
   for (const d of drives) {
     const line = await until(
       `${d.nodeDisk} is Available`,
