@@ -5,7 +5,7 @@ import { constants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISK_SUFFIX, DRIVE_ID_PREFIX, MARKER_SUFFIX, STAGED_SUFFIX } from '../api/constants.ts';
-import { WIPE_ANSWER_SUFFIX, WIPE_REQUEST_SUFFIX } from '../api/drive-wipe.ts';
+import { WIPE_ANSWER_SUFFIX, WIPE_PROGRESS_SUFFIX, WIPE_REQUEST_SUFFIX } from '../api/drive-wipe.ts';
 import { diskIdFromFileName, diskIdProblem, isDriveId, nodeDiskName } from '../api/names.ts';
 import type { DriveFacts } from '../api/v1alpha1/types.ts';
 
@@ -166,9 +166,9 @@ export async function inspectDiskFile(diskDir: string, name: string, fs: Discove
 export function diskIdOfEntry(name: string): string | undefined {
   const suffix = [MARKER_SUFFIX, STAGED_SUFFIX].find((s) => name.endsWith(s));
   const base = suffix ? name.slice(0, -suffix.length) : name;
-  // A drive's marker, `drive-<identity>.reserved` (./markers.ts), its wipe's request and answer, and the
+  // A drive's marker, `drive-<identity>.reserved` (./markers.ts), its wipe's request, progress and answer, and the
   // node side's record of its stage (its removal lets a waiting wipe go at once).
-  const driveSuffix = [MARKER_SUFFIX, WIPE_REQUEST_SUFFIX, WIPE_ANSWER_SUFFIX, STAGED_SUFFIX].find((s) => name.endsWith(s));
+  const driveSuffix = [MARKER_SUFFIX, WIPE_REQUEST_SUFFIX, WIPE_ANSWER_SUFFIX, WIPE_PROGRESS_SUFFIX, STAGED_SUFFIX].find((s) => name.endsWith(s));
   if (driveSuffix !== undefined && isDriveId(name)) return name.slice(0, -driveSuffix.length);
   if (!base.endsWith(DISK_SUFFIX)) return undefined;
   return diskIdFromFileName(base);

@@ -196,7 +196,11 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
     if (problemBefore !== actionError) log.error(actionError, { nodeDisk: name, diskID });
     ctx.actionErrors.set(diskID, actionError);
   } else if (waitingToWipe) {
-    if (problemBefore !== waitingToWipe) log.warn(waitingToWipe, { nodeDisk: name, diskID });
+    // A wipe under way is news, not a problem: its progress is said as it changes, whole percents only.
+    if (problemBefore !== waitingToWipe) {
+      if (waitingToWipe.startsWith('wiping ')) log.info(waitingToWipe, { nodeDisk: name, diskID });
+      else log.warn(waitingToWipe, { nodeDisk: name, diskID });
+    }
     ctx.actionErrors.set(diskID, waitingToWipe);
   } else if (ctx.actionErrors.delete(diskID)) {
     log.info(problemBefore?.startsWith(WAITING_FOR_LOOP) ? 'the disk image is no longer attached to a loop device' : 'reservation marker problem resolved', { nodeDisk: name, diskID });

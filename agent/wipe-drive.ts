@@ -4,7 +4,7 @@
 // device the drive's by-id name leads to now; the answer counts only for the token asked for.
 import { join } from 'node:path';
 import { isDriveRecordLive, readDriveStagedRecord } from '../api/drive-staged-record.ts';
-import { formatWipeRequest, parseWipeAnswer, wipeAnswerName, wipeRequestName } from '../api/drive-wipe.ts';
+import { formatWipeRequest, parseWipeAnswer, parseWipeProgress, wipeAnswerName, wipeProgressName, wipeRequestName } from '../api/drive-wipe.ts';
 import { readSmallFile, removeFile, writeFileAtomic } from '../lib/runtime/atomic-file.ts';
 import type { DriveInfo } from './discover.ts';
 
@@ -21,6 +21,7 @@ export async function wipeDriveStep(diskDir: string, diskID: string, token: stri
   const answer = parseWipeAnswer((await readSmallFile(answerPath).catch(() => undefined)) ?? '');
   if (answer?.token === token && answer.ok) {
     await removeFile(join(diskDir, wipeRequestName(diskID)));
+    await removeFile(join(diskDir, wipeProgressName(diskID)));
     await removeFile(answerPath);
     return { kind: 'wiped', bytes: answer.bytes, ms: answer.ms, method: answer.method };
   }
@@ -38,13 +39,25 @@ export async function wipeDriveStep(diskDir: string, diskID: string, token: stri
   const request = formatWipeRequest({ token, byIdName: drive.byIdName, device: drive.device });
   const requestName = wipeRequestName(diskID);
   if ((await readSmallFile(join(diskDir, requestName)).catch(() => undefined)) !== request) await writeFileAtomic(diskDir, requestName, request);
-  if (answer?.token === token && !answer.ok)
-    return { kind: 'failed', message: `cannot wipe drive ${hostPath} (wipe request ${token}): ${answer.message}; the node side tries again, and the drive stays held until it is wiped` };
+  const progress = parseWipeProgress((await readSmallFile(join(diskDir, wipeProgressName(diskID))).catch(() => undefined)) ?? '');
+  const sofar = progress?.token === token && progress.device === drive.device ? progress : undefined;
+  if (answer?.token === token && !answer.ok) {
+    const resume = sofar ? `; it resumes at ${gib(sofar.doneBytes)} of ${gib(sofar.totalBytes)}` : '';
+    return { kind: 'failed', message: `cannot wipe drive ${hostPath} (wipe request ${token}): ${answer.message}; the node side tries again${resume}, and the drive stays held until it is wiped` };
+  }
+  if (sofar) {
+    const pct = Math.floor((100 * sofar.doneBytes) / sofar.totalBytes);
+    return { kind: 'waiting', message: `wiping drive ${hostPath} (wipe request ${token}): ${pct}% zeroed (${gib(sofar.doneBytes)} of ${gib(sofar.totalBytes)}) by the node side` };
+  }
   return { kind: 'waiting', message: `wiping drive ${hostPath} (wipe request ${token}): asked the node side (the csi-node container), which discards or zeroes it` };
 }
+
+/** Sizes as a person reads them in a status message: MiB below a GiB, GiB with one decimal above. */
+const gib = (bytes: number) => (bytes < 2 ** 30 ? `${Math.round(bytes / 2 ** 20)} MiB` : `${(bytes / 2 ** 30).toFixed(1)} GiB`);
 
 /** Drops a request and its answer once no wipe is wanted any more (the request was replaced, or done). */
 export async function forgetDriveWipe(diskDir: string, diskID: string): Promise<void> {
   await removeFile(join(diskDir, wipeRequestName(diskID)));
+  await removeFile(join(diskDir, wipeProgressName(diskID)));
   await removeFile(join(diskDir, wipeAnswerName(diskID)));
 }

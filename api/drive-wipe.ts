@@ -3,6 +3,8 @@
 // disk dir, so the request and its answer are two small files there, beside the drive's marker:
 //   drive-<identity>.wipe    the agent's request: the wipe token, the by-id name, the device number it saw
 //   drive-<identity>.wiped   the node side's answer for that token: done (how many bytes, how long) or why not
+//   drive-<identity>.wiping  the node side's progress on that token while it zeroes step by step: how far it
+//                            got, for the agent's status, and where a restarted node side resumes
 // The node side wipes only the whole block device the by-id name leads to, only if its device number is the
 // one the agent saw, and only if the kernel lets it open the device exclusively (nothing mounted from it,
 // no holder). The agent reports the token done (status.node.wipedFor) only from an answer naming it.
@@ -10,6 +12,7 @@ import { WIPE_TOKEN_PATTERN } from './constants.ts';
 
 export const WIPE_REQUEST_SUFFIX = '.wipe';
 export const WIPE_ANSWER_SUFFIX = '.wiped';
+export const WIPE_PROGRESS_SUFFIX = '.wiping';
 
 export interface DriveWipeRequest {
   token: string;
@@ -30,6 +33,38 @@ export function wipeRequestName(diskID: string): string {
 
 export function wipeAnswerName(diskID: string): string {
   return `${diskID}${WIPE_ANSWER_SUFFIX}`;
+}
+
+export function wipeProgressName(diskID: string): string {
+  return `${diskID}${WIPE_PROGRESS_SUFFIX}`;
+}
+
+export interface DriveWipeProgress {
+  token: string;
+  /** `major:minor` of the device being wiped: a resume is only ever on the same device. */
+  device: string;
+  /** Bytes from the start of the device known zeroed. */
+  doneBytes: number;
+  totalBytes: number;
+}
+
+export function formatWipeProgress(p: DriveWipeProgress): string {
+  return `${JSON.stringify({ token: p.token, device: p.device, doneBytes: p.doneBytes, totalBytes: p.totalBytes })}\n`;
+}
+
+/** Progress as written, or undefined for anything else (no resume, no progress shown: the wipe starts over). */
+export function parseWipeProgress(text: string): DriveWipeProgress | undefined {
+  try {
+    const v = JSON.parse(text) as Partial<DriveWipeProgress>;
+    if (typeof v.token !== 'string' || !tokenRe.test(v.token) || typeof v.device !== 'string' || !/^\d+:\d+$/.test(v.device)) return undefined;
+    if (!Number.isSafeInteger(v.doneBytes) || !Number.isSafeInteger(v.totalBytes)) return undefined;
+    const doneBytes = v.doneBytes as number;
+    const totalBytes = v.totalBytes as number;
+    if (doneBytes < 0 || totalBytes <= 0 || doneBytes > totalBytes) return undefined;
+    return { token: v.token, device: v.device, doneBytes, totalBytes };
+  } catch {
+    return undefined;
+  }
 }
 
 export function formatWipeRequest(r: DriveWipeRequest): string {

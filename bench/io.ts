@@ -1,12 +1,15 @@
 // IO through a NodeDisks volume against the same storage outside Kubernetes, measured with fio (Debian's,
 // hack/fio/fio.ts): `sudo npm run bench:io`. On the local cluster, node 1 gets a disk image and a
-// stand-in drive (a loop device over a file, hack/cluster/stand-in-drives.ts) of SIZE each. fio runs in a
+// stand-in drive (a loop device with direct I/O over a file in memory, hack/cluster/stand-in-drives.ts:
+// the drive's own speed is the machine's, so what the NodeDisks path costs shows) of SIZE each. fio runs in a
 // pod on a PVC of each (Filesystem: a file on the volume's ext4; Block: the device the pod is given), then
 // on the host against the image file itself and the drive's device itself, with the same jobs: a
 // sequential fill (not recorded), then 4k random read, 4k random write and 1 MiB sequential write, each
 // ROUND_S seconds at iodepth 16 with --direct=1 and libaio. The ratios (volume / outside) are the figures;
-// the records are appended to bench/results/io.jsonl. Env: ROUND_S (default 10), SIZE_MIB (default 1024).
-import { writeFileSync } from 'node:fs';
+// the records are appended to bench/results/io.jsonl. The whole sequence runs ROUNDS times (each
+// storage wiped between runs) and each figure is the median of its rounds. Env: ROUND_S (default 10),
+// SIZE_MIB (default 1024), ROUNDS (default 3).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { sh } from '../hack/cluster/host.ts';
 import { base, fileEntry, unique } from '../hack/cluster/images.ts';
@@ -26,6 +29,7 @@ if (process.getuid?.() !== 0) {
 const MiB = 2 ** 20;
 const ROUND_S = Number(process.env.ROUND_S ?? 10);
 const SIZE_MIB = Number(process.env.SIZE_MIB ?? 1024);
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
 /** fio's file or region: half the disk, so a Filesystem volume's ext4 holds it with room to spare. */
 const FILE_MIB = Math.floor(SIZE_MIB / 2);
 const DRIVER = 'nodedisks.localtest.example.com';
@@ -95,10 +99,76 @@ const apply = (name: string, manifest: unknown) => {
   writeFileSync(f, JSON.stringify(manifest));
   return k(['apply', '-f', f]);
 };
-const record = startRecord('io', { roundSeconds: ROUND_S, diskMiB: SIZE_MIB, fileMiB: FILE_MIB, iodepth: 16, fio: FIO_DEB_VERSION });
+const record = startRecord('io', { rounds: ROUNDS, roundSeconds: ROUND_S, diskMiB: SIZE_MIB, fileMiB: FILE_MIB, iodepth: 16, fio: FIO_DEB_VERSION });
 const short = NODE.slice(NODE.lastIndexOf('-') + 1);
 const image = join(nodeSpec(dataDir, NODE, 0).dir, 'node-disks-manager', 'disks', `${short}b1.img`);
 const drives: StandInDrive[] = [];
+const memDir = mkdtempSync('/dev/shm/nodedisks-bench-io-');
+
+/** Runs fio in a pod on a PVC of the class of `what`, checks the volume is on `nodeDisk`, deletes both and waits for the disk to be free. */
+async function onVolume(what: 'image' | 'drive', mode: 'Filesystem' | 'Block', nodeDisk: string): Promise<Result> {
+  const key = `${what}-pvc-${mode.toLowerCase()}`;
+  const target = mode === 'Block' ? '/dev/xvda' : '/data/fio.dat';
+  await apply('pvc', {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: 'data', namespace: NS },
+    spec: { storageClassName: `bench-io-${what}`, volumeMode: mode, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: `${FILE_MIB + 64}Mi` } } },
+  });
+  await apply('pod', {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'fio', namespace: NS },
+    spec: {
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 0,
+      nodeSelector: { 'kubernetes.io/hostname': NODE },
+      containers: [
+        {
+          name: 'fio',
+          image: FIO_IMAGE,
+          imagePullPolicy: 'Never',
+          args: fioArgs(target),
+          ...(mode === 'Block' ? { volumeDevices: [{ name: 'd', devicePath: target }] } : { volumeMounts: [{ name: 'd', mountPath: '/data' }] }),
+        },
+      ],
+      volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }],
+    },
+  });
+  const phase = await until(
+    `fio's pod on ${key} done`,
+    (JOBS.length * ROUND_S + 300) * 1000,
+    () => k(['-n', NS, 'get', 'pod', 'fio', '-o', 'jsonpath={.status.phase}']),
+    (p) => p === 'Succeeded' || p === 'Failed',
+  );
+  const logs = await k(['-n', NS, 'logs', 'fio']);
+  if (phase !== 'Succeeded') throw new Error(`fio failed on ${key}: ${logs.slice(-2000)}`);
+  const pv = await k(['-n', NS, 'get', 'pvc', 'data', '-o', 'jsonpath={.spec.volumeName}']);
+  const disk = (await k(['get', 'pv', pv, '-o', 'jsonpath={.spec.csi.volumeHandle}'])).split('/')[0]!;
+  if (disk !== nodeDisk) throw new Error(`${key}: the volume is on ${disk}, not on ${nodeDisk}, the ${what} the bench measures`);
+  await k(['-n', NS, 'delete', 'pod', 'fio', '--wait=true']);
+  await k(['-n', NS, 'delete', 'pvc', 'data', '--wait=true']);
+  await free(nodeDisk);
+  return parseFio(logs);
+}
+
+const free = (name: string) =>
+  until(
+    `${name} free and blank`,
+    300_000,
+    () => k(['get', 'nodedisk', name, '-o', 'jsonpath={.spec.desired.state}/{.status.node.phase}/{.status.node.holdsData}']),
+    (l) => /^Available\/Available\/(false)?$/.test(l),
+  );
+
+/** Each job's median over the rounds. */
+function medianOf(rs: Result[]): Result {
+  const med = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    const m = Math.floor(s.length / 2);
+    return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  };
+  return Object.fromEntries(JOBS.map((j) => [j.name, { iops: Math.round(med(rs.map((r) => r[j.name]!.iops))), MiBps: Number(med(rs.map((r) => r[j.name]!.MiBps)).toFixed(1)) }]));
+}
 
 const run = startCluster(env);
 try {
@@ -108,7 +178,9 @@ try {
   await sh('ctr', ['--address', join(nodeSpec(dataDir, NODE, 0).dir, 'run-containerd', 'containerd.sock'), '-n', 'k8s.io', 'images', 'import', '--no-unpack', archive], { timeoutMs: 300_000 });
 
   seedNodeUniqueDisks(dataDir, [SIZE_MIB * MiB]);
-  drives.push(...attachStandInDrives(dataDir, [SIZE_MIB * MiB], 2));
+  // The drives' files in memory, with direct I/O: no host page cache under them, and no first-write
+  // allocation on the host's disk that would favour whichever run comes second.
+  drives.push(...attachStandInDrives(dataDir, [SIZE_MIB * MiB], 2, { directIo: true, backingDir: memDir }));
   const drive = drives.find((d) => d.node === NODE)!;
   const imageDisk = `node-disk-${NODE}-${short}b1`;
   await until(
@@ -118,13 +190,6 @@ try {
     (l) => l.includes(`/${drive.nodeDisk}`),
   );
   await k(['patch', 'nodedisk', drive.nodeDisk, '--type=merge', '-p', '{"spec":{"desired":{"wipe":"bench-io"}}}']);
-  const free = (name: string) =>
-    until(
-      `${name} free and blank`,
-      300_000,
-      () => k(['get', 'nodedisk', name, '-o', 'jsonpath={.spec.desired.state}/{.status.node.phase}/{.status.node.holdsData}']),
-      (l) => /^Available\/Available\/(false)?$/.test(l),
-    );
   await free(drive.nodeDisk);
   await free(imageDisk);
   await k(['create', 'namespace', NS]);
@@ -141,64 +206,29 @@ try {
     });
   }
 
-  const figures: Record<string, Result> = {};
-  for (const what of ['image', 'drive'] as const) {
-    for (const mode of ['Filesystem', 'Block'] as const) {
-      const key = `${what}-pvc-${mode.toLowerCase()}`;
-      const target = mode === 'Block' ? '/dev/xvda' : '/data/fio.dat';
-      await apply('pvc', {
-        apiVersion: 'v1',
-        kind: 'PersistentVolumeClaim',
-        metadata: { name: 'data', namespace: NS },
-        spec: { storageClassName: `bench-io-${what}`, volumeMode: mode, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: `${FILE_MIB + 64}Mi` } } },
-      });
-      await apply('pod', {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: 'fio', namespace: NS },
-        spec: {
-          restartPolicy: 'Never',
-          terminationGracePeriodSeconds: 0,
-          nodeSelector: { 'kubernetes.io/hostname': NODE },
-          containers: [
-            {
-              name: 'fio',
-              image: FIO_IMAGE,
-              imagePullPolicy: 'Never',
-              args: fioArgs(target),
-              ...(mode === 'Block' ? { volumeDevices: [{ name: 'd', devicePath: target }] } : { volumeMounts: [{ name: 'd', mountPath: '/data' }] }),
-            },
-          ],
-          volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }],
-        },
-      });
-      const phase = await until(
-        `fio's pod on ${key} done`,
-        (JOBS.length * ROUND_S + 300) * 1000,
-        () => k(['-n', NS, 'get', 'pod', 'fio', '-o', 'jsonpath={.status.phase}']),
-        (p) => p === 'Succeeded' || p === 'Failed',
-      );
-      const logs = await k(['-n', NS, 'logs', 'fio']);
-      if (phase !== 'Succeeded') throw new Error(`fio failed on ${key}: ${logs.slice(-2000)}`);
-      const pv = await k(['-n', NS, 'get', 'pvc', 'data', '-o', 'jsonpath={.spec.volumeName}']);
-      const disk = (await k(['get', 'pv', pv, '-o', 'jsonpath={.spec.csi.volumeHandle}'])).split('/')[0]!;
-      if (disk !== (what === 'drive' ? drive.nodeDisk : imageDisk)) throw new Error(`${key}: the volume is on ${disk}, not the ${what} the bench measures`);
-      figures[key] = parseFio(logs);
-      console.log(key, JSON.stringify(figures[key]));
-      await k(['-n', NS, 'delete', 'pod', 'fio', '--wait=true']);
-      await k(['-n', NS, 'delete', 'pvc', 'data', '--wait=true']);
-      await free(disk);
+  const runs: Record<string, Result[]> = {};
+  const add = (key: string, r: Result) => {
+    (runs[key] ??= []).push(r);
+    console.log(key, JSON.stringify(r));
+  };
+  let wipes = 0;
+  const wipe = async (name: string) => {
+    await k(['patch', 'nodedisk', name, '--type=merge', '-p', JSON.stringify({ spec: { desired: { wipe: `bench-io-${++wipes}` } } })]);
+    await free(name);
+  };
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const what of ['image', 'drive'] as const) {
+      const nodeDisk = what === 'drive' ? drive.nodeDisk : imageDisk;
+      for (const mode of ['Filesystem', 'Block'] as const) add(`${what}-pvc-${mode.toLowerCase()}`, await onVolume(what, mode, nodeDisk));
+      // Outside Kubernetes, the same jobs on the same storage: the image file, and the drive's device; then
+      // wiped, so that it is blank for the next round's volume.
+      const outside = what === 'image' ? image : drive.device;
+      const out = await sh(fio.bin, fioArgs(outside), { env: { ...process.env, LD_LIBRARY_PATH: fio.libDir }, timeoutMs: (JOBS.length * ROUND_S + 300) * 1000 });
+      add(what === 'image' ? 'image-file' : 'drive-device', parseFio(out));
+      await wipe(nodeDisk);
     }
   }
-  // Outside Kubernetes, the same jobs on the same storage: the image file, and the drive's device.
-  for (const [key, target] of [
-    ['image-file', image],
-    ['drive-device', drive.device],
-  ] as const) {
-    const out = await sh(fio.bin, fioArgs(target), { env: { ...process.env, LD_LIBRARY_PATH: fio.libDir }, timeoutMs: (JOBS.length * ROUND_S + 300) * 1000 });
-    figures[key] = parseFio(out);
-    console.log(key, JSON.stringify(figures[key]));
-  }
+  const figures = Object.fromEntries(Object.entries(runs).map(([key, rs]) => [key, medianOf(rs)]));
   const ratios: Record<string, Record<string, number>> = {};
   for (const [key, r] of Object.entries(figures)) {
     if (!key.includes('-pvc-')) continue;
@@ -206,9 +236,10 @@ try {
     ratios[key] = Object.fromEntries(JOBS.map((j) => [j.name, Number((r[j.name]!.iops / raw[j.name]!.iops).toFixed(2))]));
   }
   console.table(ratios);
-  record.save({ results: figures, ratios });
+  record.save({ results: figures, ratios, runs });
 } finally {
   run.child.kill('SIGINT');
   console.log(`teardown: exit ${await run.exited}`);
   detachStandInDrives(drives);
+  rmSync(memDir, { recursive: true, force: true });
 }

@@ -5,11 +5,25 @@
 // device (not a partition) whose device number is the one the agent saw; and blkdiscard opens the device exclusively, which the kernel refuses while anything is mounted
 // from it or holds it (a filesystem anywhere on the node, dm, md). The wipe is BLKZEROOUT (`blkdiscard
 // --zeroout`): the kernel has the drive write zeroes, by deallocating where the drive guarantees zeroes
-// after it (NVMe, SCSI UNMAP with LBPRZ, loop devices), else by writing them.
+// after it (NVMe, SCSI UNMAP with LBPRZ, loop devices), else by writing them. It goes a step at a time
+// (stepBytes), and says how far it got in `drive-<identity>.wiping` at most every progressMs: the agent shows
+// it in status, and a node side restarted half way, or retrying after a failure, resumes there for the same
+// request on the same device instead of starting over. A request withdrawn meanwhile (the drive reserved
+// again) stops it between steps.
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { type DriveWipeAnswer, formatWipeAnswer, parseWipeAnswer, parseWipeRequest, WIPE_REQUEST_SUFFIX, wipeAnswerName } from '../api/drive-wipe.ts';
+import {
+  type DriveWipeAnswer,
+  formatWipeAnswer,
+  formatWipeProgress,
+  parseWipeAnswer,
+  parseWipeProgress,
+  parseWipeRequest,
+  WIPE_REQUEST_SUFFIX,
+  wipeAnswerName,
+  wipeProgressName,
+} from '../api/drive-wipe.ts';
 import { isDriveId } from '../api/names.ts';
 import { splitDeviceNumber } from '../api/staged-record.ts';
 import { readSmallFile, writeFileAtomic } from '../lib/runtime/atomic-file.ts';
@@ -24,9 +38,17 @@ export interface DriveWiperOptions {
   sweepMs: number;
   /** `/sys` (tests give a tree of their own). */
   sysRoot?: string;
-  /** How long one wipe may take (a large HDD is zeroed at its write speed). */
-  wipeTimeoutMs?: number;
+  /** How long one step may take (an HDD is zeroed at its write speed). */
+  stepTimeoutMs?: number;
+  /** Bytes zeroed per step (a multiple of 4096): the granularity of progress and of a resume. */
+  stepBytes?: number;
+  /** The least time between two writes of the progress file. */
+  progressMs?: number;
+  /** Called after each step with the bytes zeroed so far (tests act between steps). */
+  afterStep?: (doneBytes: number) => Promise<void>;
 }
+
+const GiB = 2 ** 30;
 
 const METHOD = 'BLKZEROOUT (blkdiscard --zeroout)';
 
@@ -125,12 +147,39 @@ export class DriveWiper {
     if ((await fsp.lstat(join(sysDev, 'partition')).catch(() => undefined)) !== undefined) return refuse(`${device} is a partition, not a whole drive`);
     const sectors = Number((await fsp.readFile(join(sysDev, 'size'), 'utf8').catch(() => '0')).trim());
     if (!(sectors > 0)) return refuse(`${device} has no size (no medium, or detached): nothing to wipe, and nothing said wiped`);
+    const totalBytes = sectors * 512;
+    const progressName = wipeProgressName(diskID);
+    const sofar = parseWipeProgress((await readSmallFile(join(diskDir, progressName)).catch(() => undefined)) ?? '');
+    let done = sofar?.token === request.token && sofar.device === request.device && sofar.totalBytes === totalBytes ? sofar.doneBytes : 0;
+    if (done > 0) log.info('resuming a drive wipe where it stopped', { diskID, token: request.token, doneBytes: done, totalBytes });
+    const step = this.o.stepBytes ?? GiB;
     const started = Date.now();
-    try {
-      await runTool('blkdiscard', ['--zeroout', device], { timeoutMs: this.o.wipeTimeoutMs ?? 24 * 3600_000 });
-    } catch (err) {
-      return refuse((err as Error).message);
+    let said = Date.now();
+    while (done < totalBytes) {
+      const length = Math.min(step, totalBytes - done);
+      try {
+        await runTool('blkdiscard', ['--zeroout', '--offset', String(done), '--length', String(length), device], { timeoutMs: this.o.stepTimeoutMs ?? 3600_000 });
+      } catch (err) {
+        if (done > 0) await writeFileAtomic(diskDir, progressName, formatWipeProgress({ token: request.token, device: request.device, doneBytes: done, totalBytes }));
+        return refuse((err as Error).message);
+      }
+      done += length;
+      await this.o.afterStep?.(done);
+      if (done >= totalBytes) break;
+      // Withdrawn (the drive reserved again, or asked with another token): stop before the next step, so
+      // that nothing is zeroed under a new holder; a new request starts over.
+      const now = parseWipeRequest((await readSmallFile(join(diskDir, `${diskID}${WIPE_REQUEST_SUFFIX}`)).catch(() => undefined)) ?? '');
+      if (typeof now === 'string' || now.token !== request.token) {
+        log.info('a drive wipe stopped: its request was withdrawn', { diskID, token: request.token, doneBytes: done, totalBytes });
+        await fsp.rm(join(diskDir, progressName), { force: true });
+        return;
+      }
+      if (Date.now() - said >= (this.o.progressMs ?? 30_000)) {
+        await writeFileAtomic(diskDir, progressName, formatWipeProgress({ token: request.token, device: request.device, doneBytes: done, totalBytes }));
+        said = Date.now();
+      }
     }
-    await answer({ token: request.token, ok: true, bytes: sectors * 512, ms: Date.now() - started, method: METHOD });
+    await answer({ token: request.token, ok: true, bytes: totalBytes, ms: Date.now() - started, method: METHOD });
+    await fsp.rm(join(diskDir, progressName), { force: true });
   }
 }

@@ -29,8 +29,14 @@ export function standInWwn(series: number, node: number, n: number): string {
   return `5000d15c${series.toString(16).padStart(2, '0')}${node.toString(16)}${n.toString(16)}`;
 }
 
-/** Attaches one drive of each size to every node (sparse files: they cost nothing until written). */
-export function attachStandInDrives(dataDir: string, sizes: readonly number[], series = 0): StandInDrive[] {
+/**
+ * Attaches one drive of each size to every node (sparse files: they cost nothing until written).
+ * `directIo`: the loop device reads and writes its file with direct I/O, so no page cache of the host sits
+ * under the drive, as none sits under a real one (what an IO benchmark needs). `backingDir`: where the
+ * files go instead of the node's dir (a benchmark puts them in memory, so that the host disk's own
+ * allocation of a file's blocks on first write does not weigh on whichever run writes first).
+ */
+export function attachStandInDrives(dataDir: string, sizes: readonly number[], series = 0, o: { directIo?: boolean; backingDir?: string } = {}): StandInDrive[] {
   const drives: StandInDrive[] = [];
   try {
     for (const [i, node] of NODE_NAMES.entries()) {
@@ -39,10 +45,10 @@ export function attachStandInDrives(dataDir: string, sizes: readonly number[], s
       mkdirSync(join(dir, 'by-id'), { recursive: true });
       for (const [j, bytes] of sizes.entries()) {
         const wwn = standInWwn(series, i, j + 1);
-        const file = join(dir, 'drives', `drive-${wwn}`);
+        const file = join(o.backingDir ?? join(dir, 'drives'), `drive-${wwn}`);
         writeFileSync(file, '');
         truncateSync(file, bytes);
-        const device = execFileSync('losetup', ['--find', '--show', file], { encoding: 'utf8' }).trim();
+        const device = execFileSync('losetup', ['--find', '--show', ...(o.directIo ? ['--direct-io=on'] : []), file], { encoding: 'utf8' }).trim();
         const byIdName = `wwn-0x${wwn}`;
         const link = join(dir, 'by-id', byIdName);
         drives.push({ node, device, link, byIdName, nodeDisk: `node-disk-${node}-drive-wwn-${wwn}`, bytes });

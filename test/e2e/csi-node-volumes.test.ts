@@ -124,6 +124,8 @@ test('Block mode: the loop device itself is published on a file; each operation 
   const { device } = await stage({ image: s.image, stagingPath: s.staging, mode: 'block' });
   t.is((await stage({ image: s.image, stagingPath: s.staging, mode: 'block' })).device, device);
   t.deepEqual(await loopsOf(s.image), [device]);
+  // Direct I/O (ADR 45): the pod's O_DIRECT writes reach the image's disk, not the host's page cache.
+  t.is((await readFile(`/sys/block/${device!.replace('/dev/', '')}/loop/dio`, 'utf8')).trim(), '1');
   t.false(await isMountPoint(s.staging), 'Block mode mounts nothing at the staging path');
   t.is(fsTypeOf(s.image), '', 'Block mode formatted the disk');
 

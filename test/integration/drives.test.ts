@@ -10,10 +10,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { DEFAULT_BY_ID_DIR, LABEL_MEDIA } from '../../api/constants.ts';
-import { formatWipeRequest, parseWipeAnswer } from '../../api/drive-wipe.ts';
+import { type DriveWipeProgress, formatWipeRequest, parseWipeAnswer, parseWipeProgress } from '../../api/drive-wipe.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { DriveWiper } from '../../csi/drive-wiper.ts';
+import type { DriveInfo } from '../../agent/discover.ts';
+import { wipeDriveStep } from '../../agent/wipe-drive.ts';
 import { openDrive, publish, stageDrive, unpublish, unstage } from '../../csi/node-volumes.ts';
 import { parseMountInfo } from '../../lib/runtime/mountinfo.ts';
 import { startAgent, startController, startCsiNode, type Program } from '../../hack/lib/programs.ts';
@@ -222,6 +224,70 @@ test.serial("the node side's own checks: a device mounted from, or a by-id name 
   t.regex(moved && !moved.ok ? moved.message : '', /now leads to device \d+:\d+, not \d+:\d+ as when the agent asked/);
   // None of those wiped it: its filesystem is still there.
   t.is((await run('blkid', ['-p', '-s', 'TYPE', '-o', 'value', loops[1]!])).stdout.trim(), 'ext4');
+});
+
+test.serial('a wipe goes a step at a time: it says how far it got, resumes there after a restart, and stops at once when its request is withdrawn', async (t) => {
+  const dir = await mkdtemp(join(work, 'wiper-steps-'));
+  const diskID = 'drive-wwn-steps';
+  const device = (await readFile(`/sys/class/block/${loops[1]!.replace('/dev/', '')}/dev`, 'utf8')).trim();
+  const request = formatWipeRequest({ token: 'steps-1', byIdName: `wwn-0x${WWNS[1]}`, device });
+  await writeFile(join(dir, `${diskID}.wipe`), request);
+  const mark = async (offset: number) => {
+    const fh = await open(loops[1]!, 'r+');
+    await fh.write(Buffer.alloc(4096, 0xab), 0, 4096, offset);
+    await fh.sync();
+    await fh.close();
+  };
+  const at = async (offset: number) => {
+    const fh = await open(loops[1]!, 'r');
+    const b = Buffer.alloc(4096);
+    await fh.read(b, 0, 4096, offset);
+    await fh.close();
+    return b.every((x) => x === 0) ? 'zeroes' : 'data';
+  };
+  const wiper = (afterStep?: (done: number) => Promise<void>) =>
+    new DriveWiper({ diskDir: dir, byIdDir, log: createLogger('wiper-test', { level: 'error' }), sweepMs: 3_600_000, stepBytes: 8 * MiB, progressMs: 0, ...(afterStep ? { afterStep } : {}) });
+  const progress = async () => parseWipeProgress((await readFile(join(dir, `${diskID}.wiping`), 'utf8').catch(() => '')) ?? '');
+
+  // Stopped in the middle, as a killed csi-node would be: the progress says the two steps it finished.
+  await mark(40 * MiB);
+  let seen: DriveWipeProgress | undefined;
+  const crashed = await wiper(async (done) => {
+    if (done === 24 * MiB) {
+      seen = await progress();
+      throw new Error('killed');
+    }
+  })
+    .look(diskID, true)
+    .then(
+      () => 'finished',
+      (e: Error) => e.message,
+    );
+  t.is(crashed, 'killed');
+  t.like(seen, { token: 'steps-1', device, doneBytes: 16 * MiB, totalBytes: 80 * MiB });
+  // The agent shows it.
+  const drive = { facts: {}, refusals: [], mountedAt: [], byIdName: `wwn-0x${WWNS[1]}`, device } as unknown as DriveInfo;
+  const state = await wipeDriveStep(dir, diskID, 'steps-1', drive, '/dev/disk/by-id/x');
+  t.deepEqual(state, { kind: 'waiting', message: 'wiping drive /dev/disk/by-id/x (wipe request steps-1): 20% zeroed (16 MiB of 80 MiB) by the node side' });
+
+  // Restarted: it goes on from 16 MiB, so bytes written below that since are not touched again.
+  await mark(4 * MiB);
+  await wiper().look(diskID, true);
+  t.like(parseWipeAnswer(await readFile(join(dir, `${diskID}.wiped`), 'utf8')), { token: 'steps-1', ok: true, bytes: 80 * MiB });
+  t.is(await at(4 * MiB), 'data', 'resumed at 16 MiB: the first steps were not done again');
+  t.is(await at(40 * MiB), 'zeroes');
+  t.is(await progress(), undefined, 'no progress is left once it is done');
+
+  // Withdrawn after its first step (the drive reserved again): nothing past that step is zeroed, no answer.
+  await rm(join(dir, `${diskID}.wiped`));
+  await writeFile(join(dir, `${diskID}.wipe`), formatWipeRequest({ token: 'steps-2', byIdName: `wwn-0x${WWNS[1]}`, device }));
+  await mark(40 * MiB);
+  await wiper(async (done) => {
+    if (done === 8 * MiB) await rm(join(dir, `${diskID}.wipe`));
+  }).look(diskID, true);
+  t.is(await at(40 * MiB), 'data', 'the new holder keeps what it wrote');
+  t.false(existsSync(join(dir, `${diskID}.wiped`)), 'no answer for a withdrawn request');
+  t.is(await progress(), undefined);
 });
 
 test.serial('a drive moved to another node appears there under its identity, and the NodeDisk it left says where it went', async (t) => {

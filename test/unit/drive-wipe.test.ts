@@ -6,7 +6,7 @@ import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { formatWipeAnswer, formatWipeRequest, parseWipeAnswer, parseWipeRequest } from '../../api/drive-wipe.ts';
+import { formatWipeAnswer, formatWipeProgress, formatWipeRequest, parseWipeAnswer, parseWipeProgress, parseWipeRequest } from '../../api/drive-wipe.ts';
 import { readSmallFile, writeFileAtomic } from '../../lib/runtime/atomic-file.ts';
 
 test('a wipe request reads back as written; anything else is named, never guessed', (t) => {
@@ -24,6 +24,22 @@ test('a wipe answer reads back as written; its message reaches status as printab
   t.deepEqual(parseWipeAnswer(formatWipeAnswer({ token: 't1', ok: false, message: 'busy\u001b[2J' })), { token: 't1', ok: false, message: 'busy?[2J' });
   t.is(parseWipeAnswer('{"token":"t1","ok":true}'), undefined);
   t.is(parseWipeAnswer(''), undefined);
+});
+
+test("a wipe's progress reads back as written; one that could make a resume skip bytes is no progress at all", (t) => {
+  const p = { token: 't1', device: '259:0', doneBytes: 2 ** 30, totalBytes: 4 * 2 ** 30 };
+  t.deepEqual(parseWipeProgress(formatWipeProgress(p)), p);
+  for (const bad of [
+    { ...p, doneBytes: 5 * 2 ** 30 },
+    { ...p, doneBytes: -1 },
+    { ...p, doneBytes: 1.5 },
+    { ...p, doneBytes: '1073741824' },
+    { ...p, totalBytes: 0 },
+    { ...p, device: '259' },
+    { ...p, token: '../x' },
+  ])
+    t.is(parseWipeProgress(JSON.stringify(bad)), undefined, JSON.stringify(bad));
+  t.is(parseWipeProgress('{"token":'), undefined);
 });
 
 test('small files: written whole, read only when a regular file of a few KiB, never through a link or from a FIFO', async (t) => {
