@@ -6,6 +6,7 @@
 //
 // The drive is found by the by-id name its NodeDisk was made from, and must still be the device of the
 // identity the volume was given: the name leads to a whole block device now, never a path string alone.
+import { constants as fsConstants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { DRIVE_ID_PREFIX } from '../api/constants.ts';
@@ -70,6 +71,27 @@ async function writeRecord(r: DriveStageRequest, stagingPath: string): Promise<v
   }
 }
 
+/**
+ * Refuses a drive that something on this node mounts or holds (a filesystem mounted anywhere, in any mount
+ * namespace; dm, md; another exclusive opener): the kernel refuses it an exclusive open. A second mount of a
+ * filesystem mounted elsewhere would share it with whoever has it, and a bind of its device node would hand
+ * a pod a device in use.
+ */
+async function refuseIfHeld(device: string): Promise<void> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(device, fsConstants.O_RDONLY | fsConstants.O_EXCL);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EBUSY')
+      throw new NodeVolumeError('failed-precondition', `drive ${device} is in use on this node (mounted or held by something else: the kernel refuses it an exclusive open): it is not staged`, {
+        cause: err,
+      });
+    throw new NodeVolumeError('internal', `cannot open drive ${device}: ${(err as Error).message}`, { cause: err });
+  }
+  await fh.close();
+}
+
 /** Stages a drive: recorded, then (Filesystem) formatted if blank and mounted at the staging path. */
 export async function stageDrive(r: DriveStageRequest): Promise<{ device: string }> {
   const mode = modeArg(r.mode);
@@ -77,6 +99,8 @@ export async function stageDrive(r: DriveStageRequest): Promise<{ device: string
   const node = await deviceNode(r.device);
   if (mode === 'block') {
     return queue.run(r.device, async () => {
+      // A repeated stage of a drive staged here already is not checked again: the pod using it may hold it.
+      if ((await readDriveStagedRecord(r.diskDir, r.diskID))?.stagingPath !== stagingPath) await refuseIfHeld(r.device);
       await writeRecord(r, stagingPath);
       return { device: r.device };
     });
@@ -104,6 +128,7 @@ export async function stageDrive(r: DriveStageRequest): Promise<{ device: string
         );
       return { device: r.device };
     }
+    await refuseIfHeld(r.device);
     await writeRecord(r, stagingPath);
     const found = await probe(r.device);
     if (found.kind === 'other') throw new NodeVolumeError('failed-precondition', `drive ${r.device} holds ${found.what}, not a ${fsType} filesystem: it is never formatted over, left as it is`);

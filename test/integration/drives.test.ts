@@ -384,3 +384,25 @@ test.serial('the node side stages a drive itself (no loop device), records it, a
   await unstage({ stagingPath: blockStaging, diskDir });
   t.false(existsSync(join(diskDir, `${diskID}.staged`)));
 });
+
+test.serial('a drive mounted or held elsewhere on the node is never staged, in Filesystem or Block mode, and nothing is recorded for it', async (t) => {
+  const device = loops[1]!;
+  const diskID = 'drive-wwn-held';
+  await run('mkfs.ext4', ['-q', '-F', device]);
+  const held = join(work, 'held');
+  await mkdir(held, { recursive: true });
+  await run('mount', [device, held]);
+  try {
+    const request = { device, diskID, diskDir, fsType: 'ext4', mountOptions: [], readOnly: false };
+    for (const mode of ['filesystem', 'block'] as const) {
+      const stagingPath = join(work, 'csi', `staging-held-${mode}`);
+      await t.throwsAsync(stageDrive({ ...request, stagingPath, mode }), { message: /is in use on this node .*it is not staged/ }, mode);
+      t.false(existsSync(join(diskDir, `${diskID}.staged`)), `${mode}: no record`);
+      t.is(parseMountInfo(await readFile('/proc/self/mountinfo', 'utf8')).filter((m) => m.mountPoint === stagingPath).length, 0, `${mode}: not mounted a second time`);
+    }
+  } finally {
+    // A stage that wrongly went through must not outlive the test either.
+    for (const mode of ['filesystem', 'block']) await run('umount', [join(work, 'csi', `staging-held-${mode}`)]).catch(() => undefined);
+    await run('umount', [held]);
+  }
+});

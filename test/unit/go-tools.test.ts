@@ -44,5 +44,8 @@ test("a Go build that fails says which package and why, in the compiler's words"
 test('npm run setup names the tools it knows when asked for another (usage error, exit 2)', async (t) => {
   const { code, stderr } = await node(['hack/setup.ts', 'kubectl'], process.env);
   t.is(code, 2);
-  t.is(stderr.trim(), 'error: unknown kubectl; choose from controlplane, csi-provisioner, csi-sanity, e2e-storage, fio, healthcheck, helm, krew, promql, promtext, promtool, xfsprogs (none: all)');
+  t.is(
+    stderr.trim(),
+    'error: unknown kubectl; choose from controlplane, csi-provisioner, csi-sanity, e2e-storage, fio, healthcheck, helm, krew, promql, promtext, promtool, xfsprogs (none: all)',
+  );
 });
