@@ -179,6 +179,14 @@ export class DriveWiper {
         said = Date.now();
       }
     }
+    // The partition table is zeroes now, but the kernel keeps the partitions it read until it reads the
+    // table again: without that the drive would show partitions it no longer has, and be refused for them.
+    const partitions = (await fsp.readdir(sysDev).catch(() => [] as string[])).filter((n) => n.startsWith(basename(device)));
+    if (partitions.length > 0) {
+      await runTool('blockdev', ['--rereadpt', device], { timeoutMs: 60_000 }).catch((err: Error) =>
+        log.warn('a wiped drive keeps partitions the kernel read before the wipe', { diskID, device, partitions: partitions.join(','), error: err.message }),
+      );
+    }
     await answer({ token: request.token, ok: true, bytes: totalBytes, ms: Date.now() - started, method: METHOD });
     await fsp.rm(join(diskDir, progressName), { force: true });
   }

@@ -406,3 +406,36 @@ test.serial('a drive mounted or held elsewhere on the node is never staged, in F
     await run('umount', [held]);
   }
 });
+
+test.serial('a drive its holder partitioned, released with a wipe, is free again: the kernel has dropped the partitions too, so they are no refusal', async (t) => {
+  const file = join(work, 'backing', 'drive-parts');
+  await writeFile(file, '');
+  await truncate(file, 64 * MiB);
+  const dev = (await run('losetup', ['--find', '--show', '--partscan', file])).stdout.trim();
+  loops.push(dev);
+  const wwn = '5000c50000d71a04';
+  await symlink(`../../${dev.replace('/dev/', '')}`, join(byIdDir, `wwn-0x${wwn}`));
+  const name = driveName(wwn);
+  await disk(name, (x) => x.status?.node?.phase === 'Available', 'Available');
+  await kubectl('patch', 'nodedisk', name, '--type=merge', '-p', '{"spec":{"desired":{"state":"Reserved","owner":"team-parts"}}}');
+  await disk(name, (x) => x.status?.node?.phase === 'Reserved', 'Reserved');
+  // The holder writes an MBR with one Linux partition and tells the kernel about it (partx -a: BLKPG, which
+  // needs no partition parser in the kernel).
+  const mbr = Buffer.alloc(512);
+  mbr.writeUInt8(0x83, 446 + 4);
+  mbr.writeUInt32LE(2048, 446 + 8);
+  mbr.writeUInt32LE((64 * MiB) / 512 - 2048, 446 + 12);
+  mbr.writeUInt16LE(0xaa55, 510);
+  const fh = await open(dev, 'r+');
+  await fh.write(mbr, 0, 512, 0);
+  await fh.sync();
+  await fh.close();
+  await run('partx', ['-a', dev]);
+  const short = dev.replace('/dev/', '');
+  t.true(existsSync(`/sys/block/${short}/${short}p1`), 'the kernel shows the partition');
+
+  await kubectl('patch', 'nodedisk', name, '--type=merge', '-p', '{"spec":{"desired":{"state":"Available","owner":"","wipe":"w-partitioned"}}}');
+  const nd = await disk(name, (x) => x.status?.node?.wipedFor === 'w-partitioned' && x.status.node.phase !== 'Wiping', 'wiped');
+  t.is(nd.status?.node?.phase, 'Available', nd.status?.node?.message);
+  t.false(existsSync(`/sys/block/${short}/${short}p1`), 'the kernel no longer has the partition');
+});
