@@ -3,7 +3,8 @@
 // stand-in drive (a loop device with direct I/O over a file in memory, hack/cluster/stand-in-drives.ts:
 // the drive's own speed is the machine's, so what the NodeDisks path costs shows) of SIZE each. fio runs in a
 // pod on a PVC of each (Filesystem: a file on the volume's ext4; Block: the device the pod is given), then
-// on the host against the image file itself and the drive's device itself, with the same jobs: a
+// on the host against the image file itself and the drive's device itself, and on ext4 made there (as the
+// node side makes it: what a Filesystem volume adds without Kubernetes), with the same jobs: a
 // sequential fill (not recorded), then 4k random read, 4k random write and 1 MiB sequential write, each
 // ROUND_S seconds at iodepth 16 with --direct=1 and libaio. The ratios (volume / outside) are the figures;
 // the records are appended to bench/results/io.jsonl. The whole sequence runs ROUNDS times (each
@@ -160,6 +161,28 @@ const free = (name: string) =>
     (l) => /^Available\/Available\/(false)?$/.test(l),
   );
 
+function fioOnHost(target: string): Promise<Result> {
+  return sh(fio.bin, fioArgs(target), { env: { ...process.env, LD_LIBRARY_PATH: fio.libDir }, timeoutMs: (JOBS.length * ROUND_S + 300) * 1000 }).then(parseFio);
+}
+
+/** fio on a file of ext4 made on `device` (or on the image, through a loop device of its own), then all undone. */
+async function fioOnHostExt4(device: string | undefined): Promise<Result> {
+  const dev = device ?? (await sh('losetup', ['--find', '--show', '--direct-io=on', image])).trim();
+  const mnt = mkdtempSync(join(dataDir, 'bench-io-ext4-'));
+  try {
+    await sh('mkfs.ext4', ['-F', '-q', dev]);
+    await sh('mount', ['-t', 'ext4', dev, mnt]);
+    try {
+      return await fioOnHost(join(mnt, 'fio.dat'));
+    } finally {
+      await sh('umount', [mnt]);
+    }
+  } finally {
+    if (!device) await sh('losetup', ['--detach', dev]);
+    rmSync(mnt, { recursive: true, force: true });
+  }
+}
+
 /** Each job's median over the rounds. */
 function medianOf(rs: Result[]): Result {
   const med = (xs: number[]) => {
@@ -220,20 +243,26 @@ try {
     for (const what of ['image', 'drive'] as const) {
       const nodeDisk = what === 'drive' ? drive.nodeDisk : imageDisk;
       for (const mode of ['Filesystem', 'Block'] as const) add(`${what}-pvc-${mode.toLowerCase()}`, await onVolume(what, mode, nodeDisk));
-      // Outside Kubernetes, the same jobs on the same storage: the image file, and the drive's device; then
-      // wiped, so that it is blank for the next round's volume.
-      const outside = what === 'image' ? image : drive.device;
-      const out = await sh(fio.bin, fioArgs(outside), { env: { ...process.env, LD_LIBRARY_PATH: fio.libDir }, timeoutMs: (JOBS.length * ROUND_S + 300) * 1000 });
-      add(what === 'image' ? 'image-file' : 'drive-device', parseFio(out));
+      // Outside Kubernetes, the same jobs on the same storage: the image file, and the drive's device; then on
+      // ext4 made there as the node side makes it (the image through a loop device with direct I/O, ADR 45),
+      // which is what a Filesystem volume adds to the storage without Kubernetes. Then wiped, so that it is
+      // blank for the next round's volume.
+      const raw = what === 'image' ? image : drive.device;
+      add(what === 'image' ? 'image-file' : 'drive-device', await fioOnHost(raw));
+      add(what === 'image' ? 'image-file-ext4' : 'drive-device-ext4', await fioOnHostExt4(what === 'image' ? undefined : drive.device));
       await wipe(nodeDisk);
     }
   }
   const figures = Object.fromEntries(Object.entries(runs).map(([key, rs]) => [key, medianOf(rs)]));
+  const ratio = (a: Result, b: Result) => Object.fromEntries(JOBS.map((j) => [j.name, Number((a[j.name]!.iops / b[j.name]!.iops).toFixed(2))]));
+  // Each volume against the storage itself; a Filesystem volume also against ext4 made there outside Kubernetes.
   const ratios: Record<string, Record<string, number>> = {};
-  for (const [key, r] of Object.entries(figures)) {
-    if (!key.includes('-pvc-')) continue;
-    const raw = figures[key.startsWith('image') ? 'image-file' : 'drive-device']!;
-    ratios[key] = Object.fromEntries(JOBS.map((j) => [j.name, Number((r[j.name]!.iops / raw[j.name]!.iops).toFixed(2))]));
+  for (const what of ['image', 'drive'] as const) {
+    const raw = figures[what === 'image' ? 'image-file' : 'drive-device']!;
+    const ext4 = figures[what === 'image' ? 'image-file-ext4' : 'drive-device-ext4']!;
+    ratios[`${what}-pvc-filesystem`] = ratio(figures[`${what}-pvc-filesystem`]!, raw);
+    ratios[`${what}-pvc-filesystem vs ext4 outside`] = ratio(figures[`${what}-pvc-filesystem`]!, ext4);
+    ratios[`${what}-pvc-block`] = ratio(figures[`${what}-pvc-block`]!, raw);
   }
   console.table(ratios);
   record.save({ results: figures, ratios, runs });
