@@ -110,8 +110,8 @@ export function devicesOfImage(devices: LoopDevice[], image: ImageRef): LoopDevi
  * device already serving this file instead of a second one, should another attach have won a race.
  * `--direct-io=on`: the device reads and writes the image with direct I/O, so a pod's O_DIRECT write
  * reaches the host's disk as the pod asked, not the host's page cache, and no page of a tenant's data is
- * cached twice (docs/adr/0045-loop-devices-with-direct-io.md has the measurement). The kernel falls back to
- * buffered I/O on a filesystem that cannot do direct I/O.
+ * cached twice (docs/adr/0045-loop-devices-with-direct-io.md has the measurement and what is left
+ * untried).
  */
 export async function attachLoop(image: string): Promise<string> {
   const { stdout } = await runTool('losetup', ['--find', '--show', '--nooverlap', '--direct-io=on', image], { timeoutMs: LOSETUP_TIMEOUT_MS });
