@@ -23,10 +23,11 @@ import {
   WIPE_REQUEST_SUFFIX,
   wipeAnswerName,
   wipeProgressName,
+  wipeRequestName,
 } from '../api/drive-wipe.ts';
 import { isDriveId } from '../api/names.ts';
 import { splitDeviceNumber } from '../api/staged-record.ts';
-import { readSmallFile, writeFileAtomic } from '../lib/runtime/atomic-file.ts';
+import { readSmallFile, removeFile, writeFileAtomic } from '../lib/runtime/atomic-file.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import { runTool } from './run-tool.ts';
 
@@ -46,11 +47,16 @@ export interface DriveWiperOptions {
   progressMs?: number;
   /** Called after each step with the bytes zeroed so far (tests act between steps). */
   afterStep?: (doneBytes: number) => Promise<void>;
+  /** Called when the kernel still shows partitions after an attempt to drop them (tests release a holder). */
+  partitionsKept?: (attempt: number, partitions: string[]) => Promise<void>;
 }
 
 const GiB = 2 ** 30;
 
 const METHOD = 'BLKZEROOUT (blkdiscard --zeroout)';
+
+/** Pauses between attempts to drop a wiped drive's partitions: whatever has one open briefly lets go. */
+const PARTITION_RETRY_MS = [100, 200, 400, 800, 1600, 3200];
 
 export class DriveWiper {
   private readonly o: DriveWiperOptions;
@@ -110,7 +116,7 @@ export class DriveWiper {
   /** One request: wiped and answered, or answered with why not, or left alone (answered already). */
   async look(diskID: string, retryFailed: boolean): Promise<void> {
     const { diskDir, log } = this.o;
-    const text = await readSmallFile(join(diskDir, `${diskID}${WIPE_REQUEST_SUFFIX}`));
+    const text = await readSmallFile(join(diskDir, wipeRequestName(diskID)));
     if (text === undefined) return;
     const request = parseWipeRequest(text);
     if (typeof request === 'string') {
@@ -168,10 +174,10 @@ export class DriveWiper {
       if (done >= totalBytes) break;
       // Withdrawn (the drive reserved again, or asked with another token): stop before the next step, so
       // that nothing is zeroed under a new holder; a new request starts over.
-      const now = parseWipeRequest((await readSmallFile(join(diskDir, `${diskID}${WIPE_REQUEST_SUFFIX}`)).catch(() => undefined)) ?? '');
+      const now = parseWipeRequest((await readSmallFile(join(diskDir, wipeRequestName(diskID))).catch(() => undefined)) ?? '');
       if (typeof now === 'string' || now.token !== request.token) {
         log.info('a drive wipe stopped: its request was withdrawn', { diskID, token: request.token, doneBytes: done, totalBytes });
-        await fsp.rm(join(diskDir, progressName), { force: true });
+        await removeFile(join(diskDir, progressName));
         return;
       }
       if (Date.now() - said >= (this.o.progressMs ?? 30_000)) {
@@ -179,15 +185,45 @@ export class DriveWiper {
         said = Date.now();
       }
     }
-    // The partition table is zeroes now, but the kernel keeps the partitions it read until it reads the
-    // table again: without that the drive would show partitions it no longer has, and be refused for them.
-    const partitions = (await fsp.readdir(sysDev).catch(() => [] as string[])).filter((n) => n.startsWith(basename(device)));
-    if (partitions.length > 0) {
-      await runTool('blockdev', ['--rereadpt', device], { timeoutMs: 60_000 }).catch((err: Error) =>
-        log.warn('a wiped drive keeps partitions the kernel read before the wipe', { diskID, device, partitions: partitions.join(','), error: err.message }),
-      );
-    }
+    await this.dropPartitions(diskID, device, sysDev);
     await answer({ token: request.token, ok: true, bytes: totalBytes, ms: Date.now() - started, method: METHOD });
-    await fsp.rm(join(diskDir, progressName), { force: true });
+    await removeFile(join(diskDir, progressName));
+  }
+
+  /**
+   * The partition table is zeroes now, but the kernel keeps the partitions it read (or was told of) until it
+   * reads the table again: without that the drive would show partitions it no longer has, and be refused for
+   * them. The kernel refuses the re-read while a partition is open or the drive is claimed by someone else,
+   * so it is tried again a few times, and where it still fails each partition is deleted from the kernel's
+   * table (BLKPG, which needs no partition parser in the kernel either).
+   */
+  private async dropPartitions(diskID: string, device: string, sysDev: string): Promise<void> {
+    const kept = async () => (await fsp.readdir(sysDev).catch(() => [] as string[])).filter((n) => n.startsWith(basename(device)));
+    let partitions = await kept();
+    let lastError = '';
+    for (let attempt = 0; partitions.length > 0; attempt++) {
+      if (attempt > 0) {
+        await this.o.partitionsKept?.(attempt, partitions);
+        if (attempt > PARTITION_RETRY_MS.length) break;
+        await new Promise((r) => setTimeout(r, PARTITION_RETRY_MS[attempt - 1]));
+      }
+      lastError = '';
+      await runTool('blockdev', ['--rereadpt', device], { timeoutMs: 60_000 }).catch((err: Error) => {
+        lastError = err.message;
+      });
+      partitions = await kept();
+      if (partitions.length === 0) break;
+      await runTool('partx', ['--delete', device], { timeoutMs: 60_000 }).catch((err: Error) => {
+        lastError = `${lastError}; ${err.message}`;
+      });
+      partitions = await kept();
+    }
+    if (partitions.length > 0)
+      this.o.log.warn('a wiped drive keeps partitions the kernel had before the wipe: something holds them open', {
+        diskID,
+        device,
+        partitions: partitions.join(','),
+        error: lastError,
+      });
   }
 }

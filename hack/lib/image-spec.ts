@@ -104,7 +104,7 @@ export const CSI_IMAGE: CsiImageSpec = {
   port: 8082,
   base: 'debian:bookworm-slim',
   packages: ['mount', 'util-linux', 'e2fsprogs', 'xfsprogs'],
-  tools: ['/usr/sbin/losetup', '/usr/bin/mount', '/usr/bin/umount', '/usr/sbin/blkid', '/usr/sbin/mke2fs', '/usr/sbin/blkdiscard', '/usr/sbin/blockdev'],
+  tools: ['/usr/sbin/losetup', '/usr/bin/mount', '/usr/bin/umount', '/usr/sbin/blkid', '/usr/sbin/mke2fs', '/usr/sbin/blkdiscard', '/usr/sbin/blockdev', '/usr/bin/partx'],
   optionalTools: ['/usr/sbin/e2fsck'],
   // Every filesystem the node side formats (csi/node-volumes.ts supportedFsTypes) needs its mkfs name.
   links: [

@@ -407,20 +407,22 @@ test.serial('a drive mounted or held elsewhere on the node is never staged, in F
   }
 });
 
-test.serial('a drive its holder partitioned, released with a wipe, is free again: the kernel has dropped the partitions too, so they are no refusal', async (t) => {
-  const file = join(work, 'backing', 'drive-parts');
+/** A partition-scanning loop device named by `wwn` in the by-id dir, blank. */
+async function partitionableDrive(backing: string, wwn: string): Promise<string> {
+  const file = join(work, 'backing', backing);
   await writeFile(file, '');
   await truncate(file, 64 * MiB);
   const dev = (await run('losetup', ['--find', '--show', '--partscan', file])).stdout.trim();
   loops.push(dev);
-  const wwn = '5000c50000d71a04';
   await symlink(`../../${dev.replace('/dev/', '')}`, join(byIdDir, `wwn-0x${wwn}`));
-  const name = driveName(wwn);
-  await disk(name, (x) => x.status?.node?.phase === 'Available', 'Available');
-  await kubectl('patch', 'nodedisk', name, '--type=merge', '-p', '{"spec":{"desired":{"state":"Reserved","owner":"team-parts"}}}');
-  await disk(name, (x) => x.status?.node?.phase === 'Reserved', 'Reserved');
-  // The holder writes an MBR with one Linux partition and tells the kernel about it (partx -a: BLKPG, which
-  // needs no partition parser in the kernel).
+  return dev;
+}
+
+/**
+ * Writes an MBR with one Linux partition and tells the kernel about it, as a Block tenant would (partx -a:
+ * BLKPG, which needs no partition parser in the kernel). Returns the partition's kernel name.
+ */
+async function partition(dev: string): Promise<string> {
   const mbr = Buffer.alloc(512);
   mbr.writeUInt8(0x83, 446 + 4);
   mbr.writeUInt32LE(2048, 446 + 8);
@@ -431,11 +433,59 @@ test.serial('a drive its holder partitioned, released with a wipe, is free again
   await fh.sync();
   await fh.close();
   await run('partx', ['-a', dev]);
-  const short = dev.replace('/dev/', '');
-  t.true(existsSync(`/sys/block/${short}/${short}p1`), 'the kernel shows the partition');
+  return `${dev.replace('/dev/', '')}p1`;
+}
+
+const kernelHas = (dev: string, part: string) => existsSync(`/sys/block/${dev.replace('/dev/', '')}/${part}`);
+
+test.serial('a drive its holder partitioned, released with a wipe, is free again: the kernel has dropped the partitions too, so they are no refusal', async (t) => {
+  const wwn = '5000c50000d71a04';
+  const dev = await partitionableDrive('drive-parts', wwn);
+  const name = driveName(wwn);
+  await disk(name, (x) => x.status?.node?.phase === 'Available', 'Available');
+  await kubectl('patch', 'nodedisk', name, '--type=merge', '-p', '{"spec":{"desired":{"state":"Reserved","owner":"team-parts"}}}');
+  await disk(name, (x) => x.status?.node?.phase === 'Reserved', 'Reserved');
+  const part = await partition(dev);
+  t.true(kernelHas(dev, part), 'the kernel shows the partition');
 
   await kubectl('patch', 'nodedisk', name, '--type=merge', '-p', '{"spec":{"desired":{"state":"Available","owner":"","wipe":"w-partitioned"}}}');
   const nd = await disk(name, (x) => x.status?.node?.wipedFor === 'w-partitioned' && x.status.node.phase !== 'Wiping', 'wiped');
   t.is(nd.status?.node?.phase, 'Available', nd.status?.node?.message);
-  t.false(existsSync(`/sys/block/${short}/${short}p1`), 'the kernel no longer has the partition');
+  t.false(kernelHas(dev, part), 'the kernel no longer has the partition');
+});
+
+test.serial('a partition still open when its wipe ends is dropped from the kernel once it is let go', async (t) => {
+  const wwn = '5000c50000d71a05';
+  const dev = await partitionableDrive('drive-parts-held', wwn);
+  const part = await partition(dev);
+  const dir = await mkdtemp(join(work, 'wiper-parts-'));
+  const diskID = 'drive-wwn-held';
+  const device = (await readFile(`/sys/class/block/${dev.replace('/dev/', '')}/dev`, 'utf8')).trim();
+  await writeFile(join(dir, `${diskID}.wipe`), formatWipeRequest({ token: 'held-1', byIdName: `wwn-0x${wwn}`, device }));
+  // Something has the partition open when the zeroing is done (a scan, a late reader): the kernel refuses
+  // to re-read the table, or to delete the partition, until it is closed.
+  let holder: Awaited<ReturnType<typeof open>> | undefined;
+  const attempts: number[] = [];
+  const wiper = new DriveWiper({
+    diskDir: dir,
+    byIdDir,
+    log: createLogger('wiper-test', { level: 'error' }),
+    sweepMs: 3_600_000,
+    afterStep: async () => {
+      holder = await open(`/dev/${part}`, 'r');
+    },
+    partitionsKept: async (attempt) => {
+      attempts.push(attempt);
+      await holder?.close();
+      holder = undefined;
+    },
+  });
+  try {
+    await wiper.look(diskID, true);
+  } finally {
+    await holder?.close();
+  }
+  t.like(parseWipeAnswer(await readFile(join(dir, `${diskID}.wiped`), 'utf8')), { token: 'held-1', ok: true });
+  t.deepEqual(attempts, [1], 'the first attempt met the open partition');
+  t.false(kernelHas(dev, part), 'the kernel no longer has the partition');
 });
