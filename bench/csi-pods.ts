@@ -6,13 +6,14 @@
 // down and its disks wiped before the next. `sudo npm run bench:csi`; the figures are appended to
 // bench/results/csi-pods.jsonl.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sh, sleep } from '../hack/cluster/host.ts';
 import { PAUSE_IMAGE } from '../hack/cluster/images.ts';
 import { clusterEnv, seedNodeUniqueDisks, startCluster, UP, waitForOutput } from '../hack/cluster/run.ts';
 import { NODE_NAMES } from '../hack/cluster/topology.ts';
 import { ensureBinaries } from '../hack/controlplane/binaries.ts';
+import { type KubeletVolumeTimes, kubeletVolumeTimes, quantile, type Step, step } from './lib/volume-timeline.ts';
 import { startRecord } from './lib/results.ts';
 
 const COUNTS = (process.env.COUNTS ?? '30,100').split(',').map(Number);
@@ -25,7 +26,6 @@ const { dataDir, env } = clusterEnv();
 const kubectl = (await ensureBinaries()).kubectl;
 const kubeconfig = join(dataDir, 'kubeconfig');
 const k = (args: string[], timeoutMs = 300_000) => sh(kubectl, [`--kubeconfig=${kubeconfig}`, ...args], { timeoutMs });
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)] ?? Number.NaN;
 
 /** The API server's write requests so far, by resource (its own counter, apiserver_request_total). */
 async function writes(): Promise<Map<string, number>> {
@@ -51,23 +51,23 @@ function diff(after: Map<string, number>, before: Map<string, number>): Record<s
   return out;
 }
 
-/** When each pod of `ns` was first seen Running, in ms after `t0`, through one watch. */
-function watchRunning(ns: string, t0: number) {
-  const seen = new Map<string, number>();
-  const child = spawn(kubectl, [`--kubeconfig=${kubeconfig}`, '-n', ns, 'get', 'pods', '--watch', '-o', 'jsonpath={.metadata.name} {.status.phase}{"\\n"}'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+/** Each line of a `kubectl get --watch -o jsonpath=…` (one object a line), split on spaces, with the time it arrived. */
+function watchLines(args: string[], onLine: (fields: string[], at: number) => void) {
+  const child = spawn(kubectl, [`--kubeconfig=${kubeconfig}`, 'get', '--watch', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   let rest = '';
   child.stdout.on('data', (b: Buffer) => {
+    const at = Date.now();
     const lines = (rest + b.toString()).split('\n');
     rest = lines.pop() ?? '';
-    for (const l of lines) {
-      const [name = '', phase] = l.split(' ');
-      if (phase === 'Running' && !seen.has(name)) seen.set(name, Date.now() - t0);
-    }
+    for (const l of lines) onLine(l.split(' '), at);
   });
-  return { seen, stop: () => child.kill() };
+  return () => child.kill();
 }
+
+/** The first time each key was seen, in ms since the epoch. */
+const first = (m: Map<string, number>, key: string, at: number) => {
+  if (!m.has(key)) m.set(key, at);
+};
 
 function pod(ns: string, i: number, volume: 'pvc' | 'emptyDir') {
   return {
@@ -107,7 +107,27 @@ interface Round {
   writes: number;
   writesByResource: Record<string, number>;
   teardownS: number;
+  /** CPU seconds by program from the create to the last pod Running (bench runs alone on this machine). */
+  cpuSeconds: Record<string, number>;
+  /** PVC rounds: where each pod's time went, step by step (bench/lib/volume-timeline.ts). */
+  provisioning?: Step[];
+  /** PVC rounds: from each PV released (its claim deleted) to its disk wiped and Available, step by step. */
+  freeAgain?: Step[];
 }
+
+/** What the kubelets logged for each PV so far. */
+function kubeletTimes(): Map<string, KubeletVolumeTimes> {
+  const into = new Map<string, KubeletVolumeTimes>();
+  const year = new Date().getUTCFullYear();
+  for (const node of NODE_NAMES) {
+    const log = join(dataDir, 'logs', `kubelet-${node.slice(node.lastIndexOf('-') + 1)}.log`);
+    if (existsSync(log)) kubeletVolumeTimes(readFileSync(log, 'utf8'), year, into);
+  }
+  return into;
+}
+
+const showSteps = (title: string, steps: Step[]) =>
+  console.log(`  ${title}: ${steps.map((x) => `${x.step} ${(x.p50Ms / 1000).toFixed(1)}/${(x.p95Ms / 1000).toFixed(1)} s`).join(', ')} (p50/p95)`);
 
 async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> {
   const ns = `bench-${volume.toLowerCase()}-${count}`;
@@ -117,17 +137,99 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   const file = join(dataDir, `${ns}.json`);
   writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
   const before = await writes();
+  const cpuBefore = cpuByProgram();
+  const running = new Map<string, number>();
+  const scheduled = new Map<string, number>();
+  const bound = new Map<string, number>();
+  const nodePicked = new Map<string, number>();
+  const pvOf = new Map<string, string>();
+  const stops = [
+    watchLines(['-n', ns, 'pods', '-o', 'jsonpath={.metadata.name} {.status.phase} {.spec.nodeName}{"\\n"}'], ([name = '', phase, node], at) => {
+      if (phase === 'Running') first(running, name, at);
+      if (node) first(scheduled, name, at);
+    }),
+    watchLines(
+      ['-n', ns, 'pvc', '-o', 'jsonpath={.metadata.name} {.status.phase} {.spec.volumeName} {.metadata.annotations.volume\\.kubernetes\\.io/selected-node}{"\\n"}'],
+      ([name = '', phase, pv, node], at) => {
+        if (node) first(nodePicked, name, at);
+        if (phase === 'Bound' && pv) {
+          first(bound, name, at);
+          pvOf.set(name, pv);
+        }
+      },
+    ),
+  ];
   const t0 = Date.now();
-  const w = watchRunning(ns, t0);
   await k(['create', '-f', file]);
-  await waitFor(`${count} pods Running in ${ns}`, 15, async () => w.seen.size >= count);
-  w.stop();
+  await waitFor(`${count} pods Running in ${ns}`, 15, async () => running.size >= count);
   const took = diff(await writes(), before);
-  const times = [...w.seen.values()];
+  const cpu = cpuUsed(cpuByProgram(), cpuBefore);
+  const times = [...running.values()].map((t) => t - t0);
+  let provisioning: Step[] | undefined;
+  if (volume === 'pvc') {
+    const kt = kubeletTimes();
+    const pods = Array.from({ length: count }, (_, i) => `p${i}`);
+    const pvs = pods.map((_, i) => pvOf.get(`c${i}`) ?? '');
+    const at = (f: (i: number) => number | undefined) => pods.map((_, i) => f(i));
+    const created = at(() => t0);
+    const claimBound = at((i) => bound.get(`c${i}`));
+    const picked = at((i) => nodePicked.get(`c${i}`));
+    const podScheduled = at((i) => scheduled.get(`p${i}`));
+    const kubelet = (key: keyof KubeletVolumeTimes) => at((i) => kt.get(pvs[i]!)?.[key]);
+    const podRunning = at((i) => running.get(`p${i}`));
+    provisioning = [
+      step('created → the scheduler picks a node for the claim', created, picked),
+      step('node picked → claim bound (CreateVolume, PV, binding)', picked, claimBound),
+      step('claim bound → pod bound to its node', claimBound, podScheduled),
+      step('pod bound → kubelet mounts', podScheduled, kubelet('mountStarted')),
+      step('NodeStageVolume (attach, mkfs, mount)', kubelet('mountStarted'), kubelet('staged')),
+      step('NodePublishVolume', kubelet('staged'), kubelet('published')),
+      step('published → Running', kubelet('published'), podRunning),
+    ];
+  }
+  for (const stop of stops.splice(0)) stop();
+
+  // Teardown: the namespace goes; each PV is released when its claim goes, and its disk is wiped and freed.
+  const released = new Map<string, number>();
+  const diskOf = new Map<string, string>();
+  const free = new Map<string, number>();
+  const releasedDisks = new Set<string>();
+  if (volume === 'pvc') {
+    stops.push(
+      watchLines(['pv', '-o', 'jsonpath={.metadata.name} {.status.phase} {.spec.csi.volumeHandle}{"\\n"}'], ([name = '', phase, handle = ''], at) => {
+        diskOf.set(name, handle.split('/')[0] ?? '');
+        if (phase === 'Released') {
+          first(released, name, at);
+          releasedDisks.add(handle.split('/')[0] ?? '');
+        }
+      }),
+      watchLines(['nodedisks', '-o', 'jsonpath={.metadata.name} {.spec.desired.state} {.status.node.phase}{"\\n"}'], ([name = '', desired, phase], at) => {
+        if (releasedDisks.has(name) && desired === 'Available' && phase === 'Available') first(free, name, at);
+      }),
+    );
+  }
   const s = Date.now();
   await k(['delete', 'namespace', ns, '--wait=true', '--timeout=15m'], 16 * 60_000);
   // The next round starts with every disk free again: released, wiped by its agent, reported Available.
   await waitFor('every disk free again', 15, async () => (await freeDisks()) >= PER_NODE * NODE_NAMES.length);
+  let freeAgain: Step[] | undefined;
+  if (volume === 'pvc') {
+    await sleep(2000);
+    for (const stop of stops.splice(0)) stop();
+    const kt = kubeletTimes();
+    const pvs = [...pvOf.values()];
+    const at = (f: (pv: string) => number | undefined) => pvs.map(f);
+    const rel = at((pv) => released.get(pv));
+    const kubelet = (key: keyof KubeletVolumeTimes) => at((pv) => kt.get(pv)?.[key]);
+    const freed = at((pv) => free.get(diskOf.get(pv) ?? ''));
+    freeAgain = [
+      step('PV released → disk free again (the goal)', rel, freed),
+      step('PV released → kubelet unmounts', rel, kubelet('unmountStarted')),
+      step('NodeUnpublishVolume', kubelet('unmountStarted'), kubelet('unpublished')),
+      step('NodeUnstageVolume', kubelet('unpublished'), kubelet('unstaged')),
+      step('unstaged → disk wiped and Available', kubelet('unstaged'), freed),
+    ];
+  }
   const r: Round = {
     volume,
     count,
@@ -139,6 +241,9 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
       .reduce((sum, [, n]) => sum + n, 0),
     writesByResource: took,
     teardownS: Math.round((Date.now() - s) / 1000),
+    cpuSeconds: cpu,
+    ...(provisioning ? { provisioning } : {}),
+    ...(freeAgain ? { freeAgain } : {}),
   };
   console.log(
     `${String(count).padStart(3)} pods, ${volume.padEnd(8)}: Running p50 ${(r.p50Ms / 1000).toFixed(1)} s, p95 ${(r.p95Ms / 1000).toFixed(1)} s, last ${(r.lastMs / 1000).toFixed(1)} s; ` +
@@ -147,7 +252,57 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
         .map(([key, n]) => `${key} ${n}`)
         .join(', ')}); deleted and free again in ${r.teardownS} s`,
   );
+  console.log(
+    `  CPU seconds until Running: ${Object.entries(cpu)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
+  if (provisioning) showSteps('provisioning', provisioning);
+  if (freeAgain) showSteps('free again', freeAgain);
   return r;
+}
+
+/**
+ * CPU seconds used so far by each program on this machine (user + system, with its children's once it has
+ * waited for them: a csi-node's mkfs and losetup runs count as its own), by the program's name.
+ */
+function cpuByProgram(): Map<string, number> {
+  const out = new Map<string, number>();
+  const tick = 100;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const name = programName(cmd);
+      const secs = (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / tick;
+      out.set(name, (out.get(name) ?? 0) + secs);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** A process's program, by its command line: the NodeDisks bundles by their side, everything else by its executable. */
+function programName(cmd: string[]): string {
+  const line = cmd.join(' ');
+  if (line.includes('node-disks-csi.mjs node')) return 'csi-node';
+  if (line.includes('node-disks-csi.mjs controller')) return 'csi-controller';
+  if (line.includes('node-disks-agent.mjs')) return 'agent';
+  if (line.includes('node-disks-operator.mjs')) return 'operator';
+  const exe = (cmd[0] ?? '').slice((cmd[0] ?? '').lastIndexOf('/') + 1);
+  return exe === 'node' || exe === 'npm' ? `node ${(cmd[1] ?? '').slice((cmd[1] ?? '').lastIndexOf('/') + 1)}` : exe;
+}
+
+/** The programs that used the most CPU between two readings, in seconds. */
+function cpuUsed(after: Map<string, number>, before: Map<string, number>): Record<string, number> {
+  return Object.fromEntries(
+    [...after]
+      .map(([k, v]) => [k, Math.round((v - (before.get(k) ?? 0)) * 10) / 10] as const)
+      .filter(([, v]) => v >= 1)
+      .sort((a, b) => b[1] - a[1]),
+  );
 }
 
 /** VmRSS (MiB) of every process whose command line matches, in the cluster's node cgroups. */

@@ -2,6 +2,7 @@
 // filesystem, or its device node bound onto a file), unmounting, probing, formatting, and detaching a
 // device once no mount uses it. A device is known by its numbers, never by a name.
 import * as fsp from 'node:fs/promises';
+import { basename } from 'node:path';
 import { detachLoop, listLoopDevices, type LoopDevice, sameAttachment } from './loop.ts';
 import { type MountEntry, readMounts, topMountAt } from '../lib/runtime/mountinfo.ts';
 import { splitDeviceNumber } from '../api/staged-record.ts';
@@ -136,7 +137,13 @@ export async function detachUnmounted(devices: LoopDevice[], image: string): Pro
   }
   const deadline = Date.now() + DETACH_SETTLE_MS;
   for (;;) {
-    const left = (await listLoopDevices()).filter((x) => devices.some((d) => sameAttachment(x, d)));
+    // The kernel removes a device's sysfs `loop` dir at the detach: a device without one is gone, and only
+    // one that has one (still ours, or reused meanwhile by another node of a shared kernel) needs the full
+    // list, a losetup run that reads every loop device of the kernel.
+    const maybe: LoopDevice[] = [];
+    for (const d of devices) if (await fsp.stat(`/sys/block/${basename(d.device)}/loop`).catch(() => undefined)) maybe.push(d);
+    if (maybe.length === 0) return;
+    const left = (await listLoopDevices()).filter((x) => maybe.some((d) => sameAttachment(x, d)));
     if (left.length === 0) return;
     if (Date.now() > deadline) {
       throw new NodeVolumeError(
