@@ -212,6 +212,11 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   await k(['delete', 'namespace', ns, '--wait=true', '--timeout=15m'], 16 * 60_000);
   // The next round starts with every disk free again: released, wiped by its agent, reported Available.
   await waitFor('every disk free again', 15, async () => (await freeDisks()) >= PER_NODE * NODE_NAMES.length);
+  // And with every container of the round gone: a pod leaves the API before its runtime has cleaned up,
+  // and a round's shims still exiting would take CPU from the next round.
+  const teardownS = Math.round((Date.now() - s) / 1000);
+  const shimsMs = await waitFor("the round's containers gone", 5, async () => shims() <= idleShims);
+  console.log(`  ${volume} ${count}: the last of its containers went ${(shimsMs / 1000).toFixed(0)} s after its disks were free`);
   let freeAgain: Step[] | undefined;
   if (volume === 'pvc') {
     await sleep(2000);
@@ -240,7 +245,7 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
       .filter(([key]) => key !== 'leases')
       .reduce((sum, [, n]) => sum + n, 0),
     writesByResource: took,
-    teardownS: Math.round((Date.now() - s) / 1000),
+    teardownS,
     cpuSeconds: cpu,
     ...(provisioning ? { provisioning } : {}),
     ...(freeAgain ? { freeAgain } : {}),
@@ -261,6 +266,20 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   if (freeAgain) showSteps('free again', freeAgain);
   return r;
 }
+
+/** containerd's shims running now: one a pod, until the runtime has cleaned the pod up. */
+function shims(): number {
+  let n = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('containerd-shim')) n++;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return n;
+}
+let idleShims = Number.POSITIVE_INFINITY;
 
 /**
  * CPU seconds used so far by each program on this machine (user + system, with its children's once it has
@@ -336,6 +355,7 @@ try {
   await waitFor(`${PER_NODE * NODE_NAMES.length} disks Available`, 10, async () => (await freeDisks()) === PER_NODE * NODE_NAMES.length);
   await sleep(20_000);
   const idle = memory();
+  idleShims = shims();
   const rounds: Round[] = [];
   let peak = idle;
   for (const count of COUNTS) {
