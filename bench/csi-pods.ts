@@ -293,7 +293,8 @@ function cpuByProgram(): Map<string, number> {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      const name = programName(cmd);
+      // Kernel threads have no command line: by their name in brackets, as ps shows them.
+      const name = cmd[0] ? programName(cmd) : `[${stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))}]`;
       const secs = (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / tick;
       out.set(name, (out.get(name) ?? 0) + secs);
     } catch {
