@@ -61,7 +61,9 @@ test('every process and runtime metric is there, with a finite value, under the 
   t.true(Math.abs(start - (Date.now() / 1000 - process.uptime())) <= 1, `start time ${start}`);
 });
 
-test('values are read at each scrape: CPU, open fds, external memory and active timers follow the process', async (t) => {
+// Serial: the process's open files and timers are counted whole, and the file's other tests open pipes and set
+// timers of their own when they run alongside.
+test.serial('values are read at each scrape: CPU, open fds, external memory and active timers follow the process', async (t) => {
   const registry = registryOf();
   collectGarbage();
   const before = await values(registry);
