@@ -269,8 +269,11 @@ export class Agent {
       return;
     }
     if (isDriveId(diskID)) {
-      // A drive is looked at as the last drive scan found it; an event on its marker needs no rescan.
-      this.dir.takeChanged(diskID);
+      // A file event named the drive (its marker, its wipe's request, progress or answer, its stage's
+      // record): the drives are scanned again first, as an image named by an event is looked at again. The
+      // last scan may be older than what the event tells of: after a wipe, the partitions the tenant made
+      // are gone from the kernel, and a report from that scan would refuse the drive for them.
+      if (this.dir.takeChanged(diskID)) await this.drives.scan();
     } else if (this.dir.takeChanged(diskID)) {
       // A file event named it: look at that file again first. Its name may be another disk's to keep.
       const owner = await this.dir.rediscover(diskID);

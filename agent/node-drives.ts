@@ -3,8 +3,8 @@
 // why it must not be taken. A chosen drive with no identity cannot be named stably, so it is no NodeDisk:
 // it is logged once and counted, as is a by-id name of a partition that a selector matched.
 //
-// Scanned at every full scan and when udev's by-id dir changes (a drive plugged or pulled); sysfs is read,
-// never a device.
+// Scanned at every full scan, when udev's by-id dir changes (a drive plugged or pulled), and before a drive
+// named by a file event in the disk dir is reconciled (./agent.ts); sysfs is read, never a device.
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { DRIVE_ID_PREFIX } from '../api/constants.ts';

@@ -489,3 +489,52 @@ test.serial('a partition still open when its wipe ends is dropped from the kerne
   t.deepEqual(attempts, [1], 'the first attempt met the open partition');
   t.false(kernelHas(dev, part), 'the kernel no longer has the partition');
 });
+
+test.serial("after its wipe, a drive is reported as it is now, not as the agent's last scan saw it: the partitions the wipe dropped are no refusal", async (t) => {
+  // An agent that scans its drives only when told (a rescan an hour apart), so its view before the wipe
+  // stays its last full scan: the report after the wipe must come from a look taken after it.
+  const node = 'node-drives-stale';
+  const dir = await mkdtemp(join(work, 'stale-'));
+  const ids = join(dir, 'by-id');
+  const disks = join(dir, 'disks');
+  await mkdir(ids);
+  await mkdir(disks);
+  const logs = join(dir, 'logs');
+  const own = await startAgent(controlPlane(), {
+    node,
+    diskDir: disks,
+    logDir: logs,
+    rescanInterval: '1h',
+    extraArgs: ['--drive=by-id=wwn-0x5000c50000d71b*', `--by-id-dir=${ids}`, `--host-by-id-dir=${DEFAULT_BY_ID_DIR}`],
+  });
+  const side = startCsiNode({ logDir: logs, csiAddress: join(dir, 'csi.sock'), node, diskDir: disks, extraArgs: [`--by-id-dir=${ids}`] });
+  const nameOf = (wwn: string) => nodeDiskName(node, `drive-wwn-${wwn}`);
+  const plug = async (file: string, wwn: string, partscan: boolean) => {
+    await writeFile(join(dir, file), '');
+    await truncate(join(dir, file), 64 * MiB);
+    const dev = (await run('losetup', ['--find', '--show', ...(partscan ? ['--partscan'] : []), join(dir, file)])).stdout.trim();
+    loops.push(dev);
+    await symlink(`../../${dev.replace('/dev/', '')}`, join(ids, `wwn-0x${wwn}`));
+    return dev;
+  };
+  try {
+    const dev = await plug('held', '5000c50000d71b01', true);
+    const name = nameOf('5000c50000d71b01');
+    await disk(name, (x) => x.status?.node?.phase === 'Available', 'Available');
+    await kubectl('patch', 'nodedisk', name, '--type=merge', '-p', '{"spec":{"desired":{"state":"Reserved","owner":"team-stale"}}}');
+    await disk(name, (x) => x.status?.node?.phase === 'Reserved', 'Reserved');
+    const part = await partition(dev);
+    // A drive plugged now makes the agent scan: that scan sees the partition, and is its last before the wipe.
+    await plug('probe', '5000c50000d71b02', false);
+    await disk(nameOf('5000c50000d71b02'), (x) => x.status?.node?.phase === 'Available', 'the probe drive Available');
+
+    await kubectl('patch', 'nodedisk', name, '--type=merge', '-p', '{"spec":{"desired":{"state":"Available","owner":"","wipe":"w-stale"}}}');
+    const nd = await disk(name, (x) => x.status?.node?.wipedFor === 'w-stale' && x.status.node.phase !== 'Wiping', 'wiped');
+    t.false(kernelHas(dev, part), 'the wipe dropped the partition');
+    t.is(nd.status?.node?.phase, 'Available', nd.status?.node?.message);
+  } finally {
+    if (!t.passed) for (const p of [own, side]) console.error(`----- ${p.name} -----\n${p.logs(6000)}`);
+    await own.stop();
+    await side.stop();
+  }
+});
