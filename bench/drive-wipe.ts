@@ -1,10 +1,10 @@
 // How long the node side's wipe of a drive takes per GiB (csi/drive-wiper.ts, docs/drives.md): the wiper as
 // csi-node runs it, in its default 1 GiB steps with its progress file, on a stand-in drive, a loop device
 // with direct I/O over a sparse file on this machine's disk, each first written with WRITTEN MiB of data
-// (spread over it) and synced; RUNS wipes of each size in SIZES. A loop device does BLKZEROOUT by freeing
-// the file's blocks, so this is the wiper's own cost per step, not a real drive's zeroing speed (an NVMe
-// drive that deallocates with zeroes is alike; an HDD writes every byte). Root (loop devices).
-// `sudo npm run bench:drive-wipe` (SIZES=1Gi,16Gi, WRITTEN=64, RUNS=3).
+// (spread over it) and synced; RUNS wipes of each size in SIZES. A loop device does BLKZEROOUT with a
+// zero-range fallocate on its file (the blocks stay, marked unwritten), so this is the wiper's own cost per
+// step, not a real drive's zeroing speed (an NVMe drive that deallocates with zeroes is alike; an HDD
+// writes every byte). Root (loop devices). `sudo npm run bench:drive-wipe` (SIZES=1Gi,16Gi, WRITTEN=64, RUNS=3).
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, open, readFile, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -5,7 +5,7 @@ import * as fsp from 'node:fs/promises';
 import { basename } from 'node:path';
 import { detachLoop, listLoopDevices, type LoopDevice, sameAttachment } from './loop.ts';
 import { type MountEntry, readMounts, topMountAt } from '../lib/runtime/mountinfo.ts';
-import { splitDeviceNumber } from '../api/staged-record.ts';
+import { SYS_BLOCK, splitDeviceNumber } from '../api/staged-record.ts';
 import { NodeVolumeError } from './node-errors.ts';
 import { runTool } from './run-tool.ts';
 
@@ -141,7 +141,7 @@ export async function detachUnmounted(devices: LoopDevice[], image: string): Pro
     // one that has one (still ours, or reused meanwhile by another node of a shared kernel) needs the full
     // list, a losetup run that reads every loop device of the kernel.
     const maybe: LoopDevice[] = [];
-    for (const d of devices) if (await fsp.stat(`/sys/block/${basename(d.device)}/loop`).catch(() => undefined)) maybe.push(d);
+    for (const d of devices) if (await fsp.stat(`${SYS_BLOCK}/${basename(d.device)}/loop`).catch(() => undefined)) maybe.push(d);
     if (maybe.length === 0) return;
     const left = (await listLoopDevices()).filter((x) => maybe.some((d) => sameAttachment(x, d)));
     if (left.length === 0) return;

@@ -45,9 +45,6 @@ export function kubeletVolumeTimes(log: string, year: number, into = new Map<str
   return into;
 }
 
-/** The first time a watch line for `name` satisfied `when`. */
-export type Seen = Map<string, number>;
-
 /** One step of the breakdown: the time between two events of each volume, summarised. */
 export type Step = {
   step: string;
