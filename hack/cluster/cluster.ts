@@ -174,10 +174,11 @@ export class Cluster {
     return await sh(this.cp.kubectl, [`--kubeconfig=${this.kubeconfig}`, ...args], { timeoutMs });
   }
 
-  async until(what: string, timeoutMs: number, ok: () => Promise<boolean>): Promise<void> {
+  /** Polls `ok` until it holds; `what` may be a function, to name in the error what was last seen. */
+  async until(what: string | (() => string), timeoutMs: number, ok: () => Promise<boolean>): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!(await ok())) {
-      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting until ${what}`);
+      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting until ${typeof what === 'string' ? what : what()}`);
       if (this.stopping) throw new Error('stopping');
       await sleep(500);
     }
@@ -304,10 +305,17 @@ export class Cluster {
     }
     const t0 = Date.now();
     await this.startDaemons(n);
-    await this.until(`${n.name} is Ready again`, 300_000, async () => {
-      const out = await this.kubectl(['get', 'node', n.name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']).catch(() => '');
-      return out === 'True';
-    });
+    let seen = 'no Node yet';
+    await this.until(
+      () => `${n.name} is Ready again (last seen: ${seen})`,
+      300_000,
+      async () => {
+        const c = '.status.conditions[?(@.type=="Ready")]';
+        const out = await this.kubectl(['get', 'node', n.name, '-o', `jsonpath={${c}.status} {${c}.reason}: {${c}.message}`]).catch(() => '');
+        if (out) seen = out;
+        return out.startsWith('True ');
+      },
+    );
     // The kubelet set kernel.panic & co. again when it started.
     const changed = await restoreSysctls(this.state.sysctls);
     if (changed.length) this.log(`restored kernel settings the kubelet changed: ${changed.join(', ')}`);
