@@ -8,6 +8,7 @@
 // is relative to the detached mount of the disk dir (`/disk1.img`). The inode stays what it was.
 import { stat } from 'node:fs/promises';
 import { splitDeviceNumber } from '../api/staged-record.ts';
+import { SharedRun } from '../lib/runtime/shared-run.ts';
 import { NodeVolumeError } from './node-errors.ts';
 import { runTool } from './run-tool.ts';
 
@@ -88,7 +89,18 @@ export function sameAttachment(a: LoopDevice, b: LoopDevice): boolean {
   return a.device === b.device && (a.backing !== undefined && b.backing !== undefined ? sameFile(a.backing, b.backing) : a.backingFile === b.backingFile);
 }
 
-export async function listLoopDevices(): Promise<LoopDevice[]> {
+/**
+ * Every loop device of the kernel. Volume calls come in bursts (a kubelet starting many pods), and each
+ * asks for the list: calls arriving while a list is being read share the next read, which starts after
+ * they asked (lib/runtime/shared-run.ts), so each still sees the kernel as it is after its call began.
+ */
+export function listLoopDevices(): Promise<LoopDevice[]> {
+  return loopList.get();
+}
+
+const loopList = new SharedRun(readLoopDevices);
+
+async function readLoopDevices(): Promise<LoopDevice[]> {
   const { stdout } = await runTool('losetup', ['--list', '--json', '--output', 'NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN,AUTOCLEAR'], { timeoutMs: LOSETUP_TIMEOUT_MS });
   try {
     return parseLosetupList(stdout);
