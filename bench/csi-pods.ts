@@ -4,24 +4,26 @@
 // volume in the same run (csi-driver-host-path, the usual yardstick, has no module served on this
 // machine). Then the memory of the agent and the CSI driver's containers as shipped. Each round is torn
 // down and its disks wiped before the next. `sudo npm run bench:csi`; the figures are appended to
-// bench/results/csi-pods.jsonl.
+// bench/results/csi-pods.jsonl. CSI_NODE_OPTIONS=--jitless runs `csi-node` with that NODE_OPTIONS.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sh, sleep } from '../hack/cluster/host.ts';
 import { PAUSE_IMAGE } from '../hack/cluster/images.ts';
-import { clusterEnv, seedNodeUniqueDisks, startCluster, UP, waitForOutput } from '../hack/cluster/run.ts';
+import { clusterEnv, collectPodLogs, keepLogs, seedNodeUniqueDisks, startCluster, UP, waitForOutput } from '../hack/cluster/run.ts';
 import { NODE_NAMES } from '../hack/cluster/topology.ts';
 import { ensureBinaries } from '../hack/controlplane/binaries.ts';
 import { type KubeletVolumeTimes, kubeletVolumeTimes, quantile, type Step, step } from './lib/volume-timeline.ts';
 import { startRecord } from './lib/results.ts';
 
 const COUNTS = (process.env.COUNTS ?? '30,100').split(',').map(Number);
+/** NODE_OPTIONS for the `csi-node` containers (e.g. `--jitless`), to measure a runtime flag; unset: as shipped. */
+const CSI_NODE_OPTIONS = process.env.CSI_NODE_OPTIONS;
 const MiB = 2 ** 20;
 /** Disk images added on each node: enough for the largest round, with a spare each. */
 const PER_NODE = Math.ceil(Math.max(...COUNTS) / NODE_NAMES.length) + 3;
 const DISK_BYTES = 32 * MiB;
-const record = startRecord('csi-pods', { counts: COUNTS.join(','), disksPerNode: PER_NODE, diskMiB: DISK_BYTES / MiB });
+const record = startRecord('csi-pods', { counts: COUNTS.join(','), disksPerNode: PER_NODE, diskMiB: DISK_BYTES / MiB, ...(CSI_NODE_OPTIONS ? { csiNodeOptions: CSI_NODE_OPTIONS } : {}) });
 const { dataDir, env } = clusterEnv();
 const kubectl = (await ensureBinaries()).kubectl;
 const kubeconfig = join(dataDir, 'kubeconfig');
@@ -215,7 +217,9 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   // And with every container of the round gone: a pod leaves the API before its runtime has cleaned up,
   // and a round's shims still exiting would take CPU from the next round.
   const teardownS = Math.round((Date.now() - s) / 1000);
-  const shimsMs = await waitFor("the round's containers gone", 5, async () => shims() <= idleShims);
+  const shimsMs = await waitFor("the round's containers gone", 5, async () => shims().length <= idleShims).catch((err: Error) => {
+    throw new Error(`${err.message}; the shims left (idle: ${idleShims}):\n${shims().join('\n')}`);
+  });
   console.log(`  ${volume} ${count}: the last of its containers went ${(shimsMs / 1000).toFixed(0)} s after its disks were free`);
   let freeAgain: Step[] | undefined;
   if (volume === 'pvc') {
@@ -268,16 +272,17 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
 }
 
 /** containerd's shims running now: one a pod, until the runtime has cleaned the pod up. */
-function shims(): number {
-  let n = 0;
+/** The containerd shims running, each as `pid cmdline` (its `-id` is the pod sandbox's). */
+function shims(): string[] {
+  const out: string[] = [];
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('containerd-shim')) n++;
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('containerd-shim')) out.push(`${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()}`);
     } catch {
       // gone meanwhile
     }
   }
-  return n;
+  return out;
 }
 let idleShims = Number.POSITIVE_INFINITY;
 
@@ -347,8 +352,14 @@ const memory = () => ({
 });
 
 const run = startCluster(env);
+let failed = false;
 try {
   await waitForOutput(run, UP, 40 * 60_000);
+  if (CSI_NODE_OPTIONS) {
+    await k(['-n', 'node-disks-system', 'set', 'env', 'daemonset/node-disks-agent', '-c', 'csi-node', `NODE_OPTIONS=${CSI_NODE_OPTIONS}`]);
+    await k(['-n', 'node-disks-system', 'rollout', 'status', 'daemonset/node-disks-agent', '--timeout=300s']);
+    console.log(`csi-node runs with NODE_OPTIONS=${CSI_NODE_OPTIONS}`);
+  }
   seedNodeUniqueDisks(
     dataDir,
     Array.from({ length: PER_NODE }, () => DISK_BYTES),
@@ -356,7 +367,7 @@ try {
   await waitFor(`${PER_NODE * NODE_NAMES.length} disks Available`, 10, async () => (await freeDisks()) === PER_NODE * NODE_NAMES.length);
   await sleep(20_000);
   const idle = memory();
-  idleShims = shims();
+  idleShims = shims().length;
   const rounds: Round[] = [];
   let peak = idle;
   for (const count of COUNTS) {
@@ -376,9 +387,14 @@ try {
   );
   console.log(`memory after the largest round: agent ${fmt(peak.agent)}; csi-node ${fmt(peak.csiNode)}; csi-controller ${fmt(peak.csiController)}; csi-provisioner ${fmt(peak.csiProvisioner)}`);
   record.save({ rounds: rounds.map((r) => ({ ...r })), memoryIdleMiB: idle, memoryAfterMiB: peak });
+} catch (err) {
+  collectPodLogs(dataDir);
+  failed = true;
+  throw err;
 } finally {
   const s = Date.now();
   run.child.kill('SIGINT');
   console.log(`teardown: exit ${await run.exited} after ${((Date.now() - s) / 1000).toFixed(1)} s`);
+  if (failed) keepLogs(dataDir, 'bench-csi');
   rmSync(dataDir, { recursive: true, force: true });
 }

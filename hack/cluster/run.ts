@@ -5,7 +5,7 @@
 import type { NodeAction } from './control.ts';
 import type { ExecutionContext } from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, renameSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../lib/paths.ts';
@@ -117,4 +117,23 @@ export async function assertNothingLeft(t: ExecutionContext, before: Record<stri
     await sleep(1000);
   }
   t.notRegex(ps, ours);
+}
+
+/** Copies each node's pod logs into the data dir's logs, which the cluster's teardown keeps. */
+export function collectPodLogs(dataDir: string): void {
+  const nodes = join(dataDir, 'nodes');
+  if (!existsSync(nodes)) return;
+  for (const node of readdirSync(nodes)) {
+    const pods = join(nodes, node, 'log-pods');
+    if (existsSync(pods)) cpSync(pods, join(dataDir, 'logs', `pods-${node}`), { recursive: true, dereference: false });
+  }
+}
+
+/** Moves a failed run's logs (`label`: the test file or bench) to a dir of their own in the temp dir and says where. */
+export function keepLogs(dataDir: string, label: string): void {
+  const logs = join(dataDir, 'logs');
+  if (!existsSync(logs)) return;
+  const kept = mkdtempSync(join(tmpdir(), `nodedisks-failed-${label}-`));
+  renameSync(logs, join(kept, 'logs'));
+  console.error(`the cluster's logs of this failed run are kept in ${kept}/logs (remove the dir when done)`);
 }

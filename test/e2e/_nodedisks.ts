@@ -4,11 +4,10 @@
 // controller and the agent have done their part.
 import type { TestFn } from 'ava';
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { sh } from '../../hack/cluster/host.ts';
-import { clusterEnv, onNode, type Run, startCluster, UP, until, waitForOutput } from '../../hack/cluster/run.ts';
+import { clusterEnv, collectPodLogs, keepLogs, onNode, type Run, startCluster, UP, until, waitForOutput } from '../../hack/cluster/run.ts';
 import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
 import { ensureBinaries } from '../../hack/controlplane/binaries.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
@@ -140,29 +139,10 @@ export function clusterForFile(test: TestFn, args: string[] = []) {
       run.child.kill('SIGINT');
       await run.exited;
     }
-    if (failed) keepLogs(dataDir, test.meta.file);
+    if (failed) keepLogs(dataDir, basename(test.meta.file).replace(/\.test\.ts$/, ''));
     rmSync(dataDir, { recursive: true, force: true });
   });
   return { dataDir, env, run: () => run, kubectl: () => kubectl };
-}
-
-/** Copies each node's pod logs into the data dir's logs, which the cluster's teardown keeps. */
-function collectPodLogs(dataDir: string): void {
-  const nodes = join(dataDir, 'nodes');
-  if (!existsSync(nodes)) return;
-  for (const node of readdirSync(nodes)) {
-    const pods = join(nodes, node, 'log-pods');
-    if (existsSync(pods)) cpSync(pods, join(dataDir, 'logs', `pods-${node}`), { recursive: true, dereference: false });
-  }
-}
-
-/** Moves a failed file's logs to a dir of their own in the temp dir and says where. */
-function keepLogs(dataDir: string, file: string): void {
-  const logs = join(dataDir, 'logs');
-  if (!existsSync(logs)) return;
-  const kept = mkdtempSync(join(tmpdir(), `nodedisks-e2e-failed-${basename(file).replace(/\.test\.ts$/, '')}-`));
-  renameSync(logs, join(kept, 'logs'));
-  console.error(`the cluster's logs of this failed file are kept in ${kept}/logs (remove the dir when done)`);
 }
 
 /** `kubectl nodedisks …` as a person types it: the plugin from this checkout's build first on PATH. */
