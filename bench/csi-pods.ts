@@ -217,10 +217,21 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   // And with every container of the round gone: a pod leaves the API before its runtime has cleaned up,
   // and a round's shims still exiting would take CPU from the next round.
   const teardownS = Math.round((Date.now() - s) / 1000);
-  const shimsMs = await waitFor("the round's containers gone", 5, async () => shims().length <= idleShims).catch((err: Error) => {
-    throw new Error(`${err.message}; the shims left (idle: ${idleShims}):\n${shims().join('\n')}`);
+  // A shim with no process under it has no container left: under load containerd sometimes leaves one
+  // behind for good (its container removed, "failed to handle container TaskExit event"), idle.
+  const shimsMs = await waitFor("the round's containers gone", 5, async () => shims().filter((x) => x.children > 0).length <= idleShims).catch((err: Error) => {
+    throw new Error(
+      `${err.message}; the shims left (idle: ${idleShims}):\n${shims()
+        .map((x) => `${x.pid} (${x.children} processes) ${x.cmd}`)
+        .join('\n')}`,
+    );
   });
-  console.log(`  ${volume} ${count}: the last of its containers went ${(shimsMs / 1000).toFixed(0)} s after its disks were free`);
+  // The rest of the round's shims are exiting: a moment for them.
+  await sleep(5000);
+  const leaked = shims().filter((x) => x.children === 0);
+  console.log(
+    `  ${volume} ${count}: the last of its containers went ${(shimsMs / 1000).toFixed(0)} s after its disks were free${leaked.length ? `; shims left with no container: ${leaked.map((x) => x.pid).join(', ')}` : ''}`,
+  );
   let freeAgain: Step[] | undefined;
   if (volume === 'pvc') {
     await sleep(2000);
@@ -272,16 +283,22 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
 }
 
 /** containerd's shims running now: one a pod, until the runtime has cleaned the pod up. */
-/** The containerd shims running, each as `pid cmdline` (its `-id` is the pod sandbox's). */
-function shims(): string[] {
-  const out: string[] = [];
+/** The containerd shims running, with their command line (its `-id`) and how many processes they started. */
+function shims(): { pid: number; cmd: string; children: number }[] {
+  const out: { pid: number; cmd: string; children: number }[] = [];
+  const parents = new Map<number, number>();
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('containerd-shim')) out.push(`${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()}`);
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.set(ppid, (parents.get(ppid) ?? 0) + 1);
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('containerd-shim'))
+        out.push({ pid: Number(pid), cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim(), children: 0 });
     } catch {
       // gone meanwhile
     }
   }
+  for (const x of out) x.children = parents.get(x.pid) ?? 0;
   return out;
 }
 let idleShims = Number.POSITIVE_INFINITY;
