@@ -282,7 +282,6 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   return r;
 }
 
-/** containerd's shims running now: one a pod, until the runtime has cleaned the pod up. */
 /** The containerd shims running, with their command line (its `-id`) and how many processes they started. */
 function shims(): { pid: number; cmd: string; children: number }[] {
   const out: { pid: number; cmd: string; children: number }[] = [];
@@ -384,7 +383,7 @@ try {
   await waitFor(`${PER_NODE * NODE_NAMES.length} disks Available`, 10, async () => (await freeDisks()) === PER_NODE * NODE_NAMES.length);
   await sleep(20_000);
   const idle = memory();
-  idleShims = shims().length;
+  idleShims = shims().filter((x) => x.children > 0).length;
   const rounds: Round[] = [];
   let peak = idle;
   for (const count of COUNTS) {

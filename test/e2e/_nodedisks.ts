@@ -121,13 +121,17 @@ export function clusterForFile(test: TestFn, args: string[] = []) {
   const { dataDir, env } = clusterEnv();
   let run: Run | undefined;
   let kubectl = '';
+  let failed = false;
   test.before(async () => {
     kubectl = (await ensureBinaries()).kubectl;
     run = startCluster(env, args);
     // Cold, this builds kubelet & co. first (~16 minutes on a loaded 2-core machine).
-    await waitForOutput(run, UP, 40 * MINUTES);
+    await waitForOutput(run, UP, 40 * MINUTES).catch((err: unknown) => {
+      // A cluster that did not come up is a failure no test's afterEach sees.
+      failed = true;
+      throw err;
+    });
   });
-  let failed = false;
   test.afterEach.always((t) => {
     if (!t.passed) failed = true;
   });
