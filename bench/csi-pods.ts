@@ -4,7 +4,8 @@
 // volume in the same run (csi-driver-host-path, the usual yardstick, has no module served on this
 // machine). Then the memory of the agent and the CSI driver's containers as shipped. Each round is torn
 // down and its disks wiped before the next. `sudo npm run bench:csi`; the figures are appended to
-// bench/results/csi-pods.jsonl. CSI_NODE_OPTIONS=--jitless runs `csi-node` with that NODE_OPTIONS.
+// bench/results/csi-pods.jsonl. CSI_NODE_OPTIONS=<flags> runs `csi-node` with that NODE_OPTIONS instead of
+// the shipped one (kustomize/agent/daemonset.yaml), e.g. CSI_NODE_OPTIONS= (empty) for V8's defaults.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +14,8 @@ import { PAUSE_IMAGE } from '../hack/cluster/images.ts';
 import { clusterEnv, collectPodLogs, keepLogs, seedNodeUniqueDisks, startCluster, UP, waitForOutput } from '../hack/cluster/run.ts';
 import { NODE_NAMES } from '../hack/cluster/topology.ts';
 import { ensureBinaries } from '../hack/controlplane/binaries.ts';
-import { type KubeletVolumeTimes, kubeletVolumeTimes, quantile, type Step, step } from './lib/volume-timeline.ts';
+import { quantile } from './lib/samples.ts';
+import { type KubeletVolumeTimes, kubeletVolumeTimes, type Step, step } from './lib/volume-timeline.ts';
 import { startRecord } from './lib/results.ts';
 
 const COUNTS = (process.env.COUNTS ?? '30,100').split(',').map(Number);
@@ -23,7 +25,12 @@ const MiB = 2 ** 20;
 /** Disk images added on each node: enough for the largest round, with a spare each. */
 const PER_NODE = Math.ceil(Math.max(...COUNTS) / NODE_NAMES.length) + 3;
 const DISK_BYTES = 32 * MiB;
-const record = startRecord('csi-pods', { counts: COUNTS.join(','), disksPerNode: PER_NODE, diskMiB: DISK_BYTES / MiB, ...(CSI_NODE_OPTIONS ? { csiNodeOptions: CSI_NODE_OPTIONS } : {}) });
+const record = startRecord('csi-pods', {
+  counts: COUNTS.join(','),
+  disksPerNode: PER_NODE,
+  diskMiB: DISK_BYTES / MiB,
+  ...(CSI_NODE_OPTIONS !== undefined ? { csiNodeOptions: CSI_NODE_OPTIONS } : {}),
+});
 const { dataDir, env } = clusterEnv();
 const kubectl = (await ensureBinaries()).kubectl;
 const kubeconfig = join(dataDir, 'kubeconfig');
@@ -371,7 +378,7 @@ const run = startCluster(env);
 let failed = false;
 try {
   await waitForOutput(run, UP, 40 * 60_000);
-  if (CSI_NODE_OPTIONS) {
+  if (CSI_NODE_OPTIONS !== undefined) {
     await k(['-n', 'node-disks-system', 'set', 'env', 'daemonset/node-disks-agent', '-c', 'csi-node', `NODE_OPTIONS=${CSI_NODE_OPTIONS}`]);
     await k(['-n', 'node-disks-system', 'rollout', 'status', 'daemonset/node-disks-agent', '--timeout=300s']);
     console.log(`csi-node runs with NODE_OPTIONS=${CSI_NODE_OPTIONS}`);

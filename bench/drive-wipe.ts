@@ -13,18 +13,14 @@ import { formatWipeRequest, parseWipeAnswer, wipeAnswerName, wipeRequestName } f
 import { DriveWiper } from '../csi/drive-wiper.ts';
 import { createLogger } from '../lib/runtime/log.ts';
 import { quantile } from './lib/samples.ts';
+import { parseSizes, sizeLabel } from './lib/sizes.ts';
 import { startRecord } from './lib/results.ts';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
-const SIZES = (process.env.SIZES ?? '1Gi,16Gi').split(',').map((s) => {
-  const m = /^(\d+)(Mi|Gi)$/.exec(s.trim());
-  if (!m) throw new Error(`SIZES: ${s} is not <n>Mi or <n>Gi`);
-  return Number(m[1]) * (m[2] === 'Gi' ? GiB : MiB);
-});
+const SIZES = parseSizes('SIZES', process.env.SIZES ?? '1Gi,16Gi');
 const WRITTEN_MIB = Number(process.env.WRITTEN ?? 64);
 const RUNS = Number(process.env.RUNS ?? 3);
-const label = (bytes: number) => (bytes >= GiB ? `${bytes / GiB}Gi` : `${bytes / MiB}Mi`);
 
 if (process.getuid?.() !== 0) throw new Error('bench:drive-wipe attaches loop devices: run it as root (sudo npm run bench:drive-wipe)');
 
@@ -38,7 +34,7 @@ async function dirty(device: string, size: number, written: number): Promise<voi
   await fh.close();
 }
 
-const record = startRecord('drive-wipe', { sizes: SIZES.map(label).join(','), writtenMiB: WRITTEN_MIB, runs: RUNS });
+const record = startRecord('drive-wipe', { sizes: SIZES.map(sizeLabel).join(','), writtenMiB: WRITTEN_MIB, runs: RUNS });
 const dir = await mkdtemp(join(tmpdir(), 'nodedisks-bench-drive-wipe-'));
 const loops: string[] = [];
 const figures: Record<string, number> = {};
@@ -73,7 +69,7 @@ try {
     }
     const median = quantile(times, 0.5);
     const blocks = (await stat(file)).blocks;
-    const name = label(size);
+    const name = sizeLabel(size);
     figures[`wipeMsMedian_${name}`] = Number(median.toFixed(1));
     figures[`msPerGiB_${name}`] = Number((median / (size / GiB)).toFixed(1));
     figures[`blocksAfter_${name}`] = blocks;

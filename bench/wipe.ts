@@ -10,23 +10,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { wipeImage } from '../agent/wipe-image.ts';
 import { quantile } from './lib/samples.ts';
+import { parseSizes, sizeLabel } from './lib/sizes.ts';
 import { startRecord } from './lib/results.ts';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
-const SIZES = (process.env.SIZES ?? '64Mi,1Gi,16Gi').split(',').map(parseSize);
+const SIZES = parseSizes('SIZES', process.env.SIZES ?? '64Mi,1Gi,16Gi');
 const WRITTEN_MIB = Number(process.env.WRITTEN ?? 64);
 const RUNS = Number(process.env.RUNS ?? 5);
 const ZERO = process.env.ZERO !== '0';
 const ZERO_MAX_GIB = Number(process.env.ZERO_MAX_GIB ?? 1);
-
-function parseSize(s: string): number {
-  const m = /^(\d+)(Mi|Gi)$/.exec(s.trim());
-  if (!m) throw new Error(`SIZES: ${s} is not <n>Mi or <n>Gi`);
-  return Number(m[1]) * (m[2] === 'Gi' ? GiB : MiB);
-}
-
-const label = (bytes: number) => (bytes >= GiB ? `${bytes / GiB}Gi` : `${bytes / MiB}Mi`);
 
 /** A sparse image of `size` with `written` bytes of data in 1 MiB pieces spread over it, synced. */
 async function dirtyImage(path: string, size: number, written: number): Promise<void> {
@@ -50,7 +43,7 @@ async function zeroByWriting(path: string, size: number): Promise<void> {
   await fh.close();
 }
 
-const record = startRecord('wipe', { sizes: SIZES.map(label).join(','), writtenMiB: WRITTEN_MIB, runs: RUNS });
+const record = startRecord('wipe', { sizes: SIZES.map(sizeLabel).join(','), writtenMiB: WRITTEN_MIB, runs: RUNS });
 const dir = await mkdtemp(join(tmpdir(), 'nodedisks-bench-wipe-'));
 const figures: Record<string, number> = {};
 try {
@@ -74,7 +67,7 @@ try {
       await zeroByWriting(path, size);
       zeroMs = performance.now() - t0;
     }
-    const name = label(size);
+    const name = sizeLabel(size);
     figures[`wipeMsMedian_${name}`] = Number(quantile(wipes, 0.5).toFixed(2));
     figures[`wipeMsP90_${name}`] = Number(quantile(wipes, 0.9).toFixed(2));
     figures[`blocksAfter_${name}`] = blocksAfter;

@@ -5,7 +5,7 @@ export interface TimedSample {
   cpuMs: number;
 }
 
-/** The q-quantile by nearest rank (0.5: the median, the upper one of an even count). */
+/** The q-quantile as every bench takes it: the sorted sample at index ⌊q·n⌋ (0.5: the median, the upper one of an even count). */
 export const quantile = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? Number.NaN;
 
 export function timingSummary(s: TimedSample[]) {

@@ -1,6 +1,7 @@
 // Where a PVC-backed pod's time goes, per volume: the API objects' changes as watches saw them (each line
 // stamped when it arrived) and the kubelets' own log lines for the volume operations (klog's timestamps).
 // bench/csi-pods.ts joins them into the steps below; the medians and p95s are the breakdown it records.
+import { quantile } from './samples.ts';
 
 /** Times (ms since the epoch) at which the kubelet logged each volume operation, by PV name. */
 export interface KubeletVolumeTimes {
@@ -52,10 +53,6 @@ export type Step = {
   p50Ms: number;
   p95Ms: number;
 };
-
-export function quantile(xs: number[], q: number): number {
-  return [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)] ?? Number.NaN;
-}
 
 /** The step between two events, over every volume that has both. */
 export function step(name: string, from: (number | undefined)[], to: (number | undefined)[]): Step {

@@ -29,5 +29,6 @@ test("the kubelet's volume operations, by PV, at the times it logged them", (t) 
 });
 
 test('a step is summarised over the volumes that have both of its ends', (t) => {
-  t.deepEqual(step('x', [0, 10, undefined, 30], [1000, 3010, 5000, undefined]), { step: 'x', n: 2, p50Ms: 1000, p95Ms: 3000 });
+  // Three volumes with both ends (1000, 3000, 2000 ms), one with only a start, one with only an end.
+  t.deepEqual(step('x', [0, 10, undefined, 30, 40], [1000, 3010, 5000, undefined, 2040]), { step: 'x', n: 3, p50Ms: 2000, p95Ms: 3000 });
 });
