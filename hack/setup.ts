@@ -18,6 +18,7 @@ import { ensurePromql } from './promql/promql.ts';
 import { ensurePromtext } from './promtext/promtext.ts';
 import { ensurePromtool } from './promtool/promtool.ts';
 import { ensureXfsprogs } from './cluster/xfsprogs.ts';
+import { ensureFaultyDisk } from './faultydisk/faultydisk.ts';
 import { ensureFio } from './fio/fio.ts';
 
 const tools: Record<string, () => Promise<string>> = {
@@ -31,6 +32,7 @@ const tools: Record<string, () => Promise<string>> = {
     const b = await ensureE2eBinaries();
     return `${b.e2eTest}, ${b.agnhost} and ${await ensureBusybox()}`;
   },
+  faultydisk: () => ensureFaultyDisk(),
   fio: async () => (await ensureFio()).bin,
   healthcheck: () => ensureHealthcheck(),
   helm: () => ensureHelm(),
