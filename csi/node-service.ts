@@ -9,6 +9,7 @@ import { diskIdFromFileName, isDriveId, nodeDiskName } from '../api/names.ts';
 import { checkCapability, fsTypeOf } from './capabilities.ts';
 import { OneAtATime } from '../lib/runtime/one-at-a-time.ts';
 import { CsiError, invalid } from './errors.ts';
+import type { VolumeStats } from './node-volumes.ts';
 import type { NodeGetVolumeStatsRequest, NodePublishVolumeRequest, NodeStageVolumeRequest, NodeUnpublishVolumeRequest, NodeUnstageVolumeRequest, VolumeCapability } from './types.ts';
 import { parseVolumeId } from './volume-id.ts';
 import type { VolumeUsage } from './types.ts';
@@ -35,11 +36,7 @@ export interface NodeVolumes {
   unstage(o: { stagingPath: string; diskDir: string; image?: string }): Promise<void>;
   publish(o: { image?: string; device?: string; stagingPath: string; targetPath: string; mode: 'filesystem' | 'block'; readOnly: boolean; mountOptions: string[] }): Promise<void>;
   unpublish(targetPath: string): Promise<void>;
-  volumeStats(
-    path: string,
-  ): Promise<
-    { kind: 'filesystem'; bytes: { total: number; available: number; used: number }; inodes: { total: number; available: number; used: number } } | { kind: 'block'; bytes: { total: number } }
-  >;
+  volumeStats(path: string): Promise<VolumeStats>;
 }
 
 /** The kinds of failure the node work reports (a `code` on its errors). */
@@ -152,7 +149,7 @@ export class NodeService {
     }),
 
     NodeGetCapabilities: async () => ({
-      capabilities: [{ rpc: { type: 'STAGE_UNSTAGE_VOLUME' } }, { rpc: { type: 'GET_VOLUME_STATS' } }],
+      capabilities: [{ rpc: { type: 'STAGE_UNSTAGE_VOLUME' } }, { rpc: { type: 'GET_VOLUME_STATS' } }, { rpc: { type: 'VOLUME_CONDITION' } }],
     }),
 
     NodeStageVolume: async (req: NodeStageVolumeRequest) => {
@@ -229,7 +226,7 @@ export class NodeService {
                 { unit: 'INODES', ...stats.inodes },
               ]
             : [{ unit: 'BYTES', total: stats.bytes.total, available: 0, used: 0 }];
-        return { usage, volume_condition: { abnormal: false, message: '' } };
+        return { usage, volume_condition: stats.condition };
       } catch (err) {
         return mapVolumeError(err);
       }

@@ -21,6 +21,7 @@ import { NodeVolumeError } from './node-errors.ts';
 import { checkImage, existingImage } from './node-images.ts';
 import { runTool } from './run-tool.ts';
 import { liveRecordsAt, removeStagedRecords, stagedRecordOf, writeStagedRecord } from './staged-records.ts';
+import { blockCondition, filesystemCondition, type VolumeCondition } from './volume-condition.ts';
 
 export { isMountPoint } from '../lib/runtime/mountinfo.ts';
 export { supportedFsTypes, type VolumeMode } from './node-args.ts';
@@ -331,16 +332,17 @@ export async function unstage(r: UnstageRequest): Promise<void> {
   });
 }
 
-export type VolumeStats =
+export type VolumeStats = (
   | { kind: 'filesystem'; bytes: { total: number; available: number; used: number }; inodes: { total: number; available: number; used: number } }
-  | { kind: 'block'; bytes: { total: number } };
+  | { kind: 'block'; bytes: { total: number } }
+) & { condition: VolumeCondition };
 
-/** NodeGetVolumeStats: a mounted volume dir's bytes and inodes, or a published block device's size. */
+/** NodeGetVolumeStats: a mounted volume dir's bytes and inodes, or a published block device's size; and its condition. */
 export async function volumeStats(path: string): Promise<VolumeStats> {
   const p = await pathArg('volume path', path);
   let st;
   try {
-    st = await fsp.stat(p);
+    st = await fsp.stat(p, { bigint: true });
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') throw new NodeVolumeError('not-found', `volume path ${p} does not exist`, { cause: err });
     throw new NodeVolumeError('internal', `cannot inspect volume path ${p}: ${(err as Error).message}`, { cause: err });
@@ -349,14 +351,16 @@ export async function volumeStats(path: string): Promise<VolumeStats> {
     const { stdout } = await runTool('blockdev', ['--getsize64', p], { timeoutMs: BLKID_TIMEOUT_MS });
     const total = Number(stdout.trim());
     if (!Number.isSafeInteger(total)) throw new NodeVolumeError('internal', `blockdev gave no size for ${p} (it printed ${JSON.stringify(stdout)})`);
-    return { kind: 'block', bytes: { total } };
+    return { kind: 'block', bytes: { total }, condition: await blockCondition(splitDeviceNumber(st.rdev)) };
   }
-  if (!st.isDirectory() || !topMountAt(await readMounts(), p)) throw new NodeVolumeError('not-found', `no volume is mounted at ${p}`);
+  const mount = st.isDirectory() ? topMountAt(await readMounts(), p) : undefined;
+  if (!mount) throw new NodeVolumeError('not-found', `no volume is mounted at ${p}`);
   const s = await fsp.statfs(p, { bigint: true });
   const n = (v: bigint) => Number(v);
   return {
     kind: 'filesystem',
     bytes: { total: n(s.blocks * s.bsize), available: n(s.bavail * s.bsize), used: n((s.blocks - s.bfree) * s.bsize) },
     inodes: { total: n(s.files), available: n(s.ffree), used: n(s.files - s.ffree) },
+    condition: await filesystemCondition(mount),
   };
 }

@@ -101,6 +101,7 @@ test('Filesystem mode: a blank disk is formatted ext4 and mounted; each operatio
   t.true(stats.bytes.total > 40 * MiB && stats.bytes.total <= IMAGE_BYTES, `total ${stats.bytes.total}`);
   t.true(stats.bytes.used > 0 && stats.bytes.available > 0 && stats.bytes.available < stats.bytes.total);
   t.true(stats.inodes.total > 1000 && stats.inodes.used >= 11 && stats.inodes.available === stats.inodes.total - stats.inodes.used);
+  t.deepEqual(stats.condition, { abnormal: false, message: '' });
 
   for (const target of [s.target, roTarget]) {
     await unpublish(target);
@@ -140,7 +141,7 @@ test('Block mode: the loop device itself is published on a file; each operation 
   await fh.write(Buffer.from('raw block bytes'), 0, 15, 5 * MiB);
   await fh.close();
   t.true((await readFile(s.image)).subarray(5 * MiB, 5 * MiB + 15).equals(Buffer.from('raw block bytes')));
-  t.deepEqual(await volumeStats(target), { kind: 'block', bytes: { total: IMAGE_BYTES } });
+  t.deepEqual(await volumeStats(target), { kind: 'block', bytes: { total: IMAGE_BYTES }, condition: { abnormal: false, message: '' } });
 
   await unpublish(target);
   await unpublish(target);

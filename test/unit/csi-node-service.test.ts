@@ -31,7 +31,7 @@ function recordingVolumes(): { volumes: NodeVolumes; log: string[]; release: () 
       log.push(`end ${o.targetPath}`);
     },
     unpublish: async () => {},
-    volumeStats: async () => ({ kind: 'block', bytes: { total: 1 } }),
+    volumeStats: async () => ({ kind: 'block', bytes: { total: 1 }, condition: { abnormal: false, message: '' } }),
   };
   return { volumes, log, release: open };
 }
@@ -76,4 +76,17 @@ test('a call that fails does not hold the next call of its volume', async (t) =>
   const err = await t.throwsAsync(service.handlers.NodePublishVolume(publishRequest('/pods/a/mount')));
   t.is((err as CsiError).code, 'FAILED_PRECONDITION');
   t.deepEqual(await service.handlers.NodePublishVolume(publishRequest('/pods/a/mount')), {});
+});
+
+test("the node advertises VOLUME_CONDITION and NodeGetVolumeStats passes the volume's condition on beside its usage", async (t) => {
+  const r = recordingVolumes();
+  const condition = { abnormal: true, message: 'the ext4 filesystem on this volume (loop3) went read-only after IO errors.' };
+  const volumes: NodeVolumes = { ...r.volumes, volumeStats: async () => ({ kind: 'block', bytes: { total: 4096 }, condition }) };
+  const service = new NodeService({ nodeName: NODE, diskDir: '/disks', volumes });
+  const caps = (await service.handlers.NodeGetCapabilities()).capabilities.map((c) => c.rpc.type);
+  t.true(caps.includes('VOLUME_CONDITION') && caps.includes('GET_VOLUME_STATS'));
+  t.deepEqual(await service.handlers.NodeGetVolumeStats({ volume_id: VOLUME, volume_path: '/pods/a/dev', staging_target_path: '' }), {
+    usage: [{ unit: 'BYTES', total: 4096, available: 0, used: 0 }],
+    volume_condition: condition,
+  });
 });
