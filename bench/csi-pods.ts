@@ -14,6 +14,7 @@ import { PAUSE_IMAGE } from '../hack/cluster/images.ts';
 import { clusterEnv, collectPodLogs, keepLogs, seedNodeUniqueDisks, startCluster, UP, waitForOutput } from '../hack/cluster/run.ts';
 import { NODE_NAMES } from '../hack/cluster/topology.ts';
 import { ensureBinaries } from '../hack/controlplane/binaries.ts';
+import { pvOwner } from '../csi/controller-service.ts';
 import { quantile } from './lib/samples.ts';
 import { type KubeletVolumeTimes, kubeletVolumeTimes, type Step, step } from './lib/volume-timeline.ts';
 import { startRecord } from './lib/results.ts';
@@ -152,6 +153,9 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   const bound = new Map<string, number>();
   const nodePicked = new Map<string, number>();
   const pvOf = new Map<string, string>();
+  // Inside CreateVolume's step: when a disk was reserved for each PV name (its owner) and when the PV appeared.
+  const reservedFor = new Map<string, number>();
+  const pvCreated = new Map<string, number>();
   const stops = [
     watchLines(['-n', ns, 'pods', '-o', 'jsonpath={.metadata.name} {.status.phase} {.spec.nodeName}{"\\n"}'], ([name = '', phase, node], at) => {
       if (phase === 'Running') first(running, name, at);
@@ -167,6 +171,16 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
         }
       },
     ),
+    ...(volume === 'pvc'
+      ? [
+          watchLines(['nodedisks', '-o', 'jsonpath={.metadata.name} {.spec.desired.state} {.spec.desired.owner}{"\\n"}'], ([, desired, owner], at) => {
+            if (desired === 'Reserved' && owner) first(reservedFor, owner, at);
+          }),
+          watchLines(['pv', '-o', 'jsonpath={.metadata.name}{"\\n"}'], ([name = ''], at) => {
+            if (name) first(pvCreated, name, at);
+          }),
+        ]
+      : []),
   ];
   const t0 = Date.now();
   await k(['create', '-f', file]);
@@ -189,6 +203,21 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
     provisioning = [
       step('created → the scheduler picks a node for the claim', created, picked),
       step('node picked → claim bound (CreateVolume, PV, binding)', picked, claimBound),
+      step(
+        'node picked → disk reserved (provisioner, CreateVolume)',
+        picked,
+        at((i) => reservedFor.get(pvOwner(pvs[i]!))),
+      ),
+      step(
+        'disk reserved → PV created (provisioner)',
+        at((i) => reservedFor.get(pvOwner(pvs[i]!))),
+        at((i) => pvCreated.get(pvs[i]!)),
+      ),
+      step(
+        'PV created → claim bound (PV controller)',
+        at((i) => pvCreated.get(pvs[i]!)),
+        claimBound,
+      ),
       step('claim bound → pod bound to its node', claimBound, podScheduled),
       step('pod bound → kubelet mounts', podScheduled, kubelet('mountStarted')),
       step('NodeStageVolume (attach, mkfs, mount)', kubelet('mountStarted'), kubelet('staged')),
