@@ -146,6 +146,7 @@ export class Agent {
       metrics: o.metrics,
       actionErrors: new Map(),
       reportAliases: (diskID, canonical) => this.aliases.report(diskID, canonical),
+      sysRoot: o.drives?.sysRoot ?? '/sys',
     };
     this.heartbeat = new NodeHeartbeat({
       rest: o.client.rest,

@@ -7,6 +7,11 @@ export function agentMetrics() {
   return {
     registry,
     disks: new Gauge({ name: 'nodedisks_agent_disks', help: 'NodeDisks of this node by reported phase', labelNames: ['phase'], registers: [registry] }),
+    failingDisks: new Gauge({
+      name: 'nodedisks_agent_failing_disks',
+      help: 'NodeDisks of this node the agent saw failing (IO or filesystem errors) that no person has marked checked since',
+      registers: [registry],
+    }),
     ignoredFiles: new Gauge({ name: 'nodedisks_agent_ignored_files', help: 'Files named *.img in the disk dir that are not usable disk images', registers: [registry] }),
     statusWrites: new Counter({
       name: 'nodedisks_agent_status_writes_total',

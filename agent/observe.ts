@@ -1,6 +1,7 @@
 // What the agent reports: the phase says what is on disk, after the fact.
 import { FINALIZER, RECOVERED_OWNER } from '../api/constants.ts';
 import type { DriveFacts, NodeStatus } from '../api/v1alpha1/types.ts';
+import { sameHealth } from './disk-health.ts';
 import type { DiskFile } from './discover.ts';
 import { whyNotTaken } from './drive-scan.ts';
 import type { MarkerState } from './markers.ts';
@@ -101,7 +102,8 @@ export function statusChanged(current: NodeStatus | undefined, next: Omit<NodeSt
     (current?.nodeUID ?? '') !== (next.nodeUID ?? '') ||
     (current?.wipedFor ?? '') !== (next.wipedFor ?? '') ||
     (current?.holdsData === true) !== (next.holdsData === true) ||
-    !sameDriveFacts(current?.drive, next.drive)
+    !sameDriveFacts(current?.drive, next.drive) ||
+    !sameHealth(current?.health, next.health)
   );
 }
 

@@ -11,14 +11,16 @@
 // alone (no marker written or removed here, no report, no finalizer change) and the controller says so;
 // not reserved, nothing of it is worth keeping, so its finalizer (a marker on the other machine) is let go
 // and it is reported afresh, as this machine's disk.
-import { API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_MEDIA, LABEL_NODE, RECOVERED_OWNER } from '../api/constants.ts';
+import { ANNOTATION_HEALTH_REVIEWED, API_VERSION, FIELD_MANAGER, FINALIZER, KIND, LABEL_DISK, LABEL_MEDIA, LABEL_NODE, RECOVERED_OWNER } from '../api/constants.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import { diskIdFromFileName, diskPath, isDriveId, labelValue, nodeDiskName } from '../api/names.ts';
 import type { NodeDisk, NodeStatus } from '../api/v1alpha1/types.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import { pendingWipe } from '../api/wipe.ts';
+import { failing } from '../api/free-disk.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import type { Discovery, DiskFile } from './discover.ts';
+import { judgeHealth, kernelProblems, type KernelProblem } from './disk-health.ts';
 import { loopDevicesHolding } from './loop-attached.ts';
 import { ensureMarker, markerState, removeMarker } from './markers.ts';
 import type { AgentMetrics } from './metrics.ts';
@@ -54,6 +56,8 @@ export interface ReconcileContext {
   nodeUID?: string | undefined;
   /** Where sysfs lists the block devices (./loop-attached.ts; tests give a tree of their own). */
   sysBlockDir?: string | undefined;
+  /** sysfs itself, for what the kernel counts of a disk's errors (./disk-health.ts; tests give a tree of their own). */
+  sysRoot?: string | undefined;
   /** This boot's ID (api/staged-record.ts; tests give a file of their own). */
   bootIdFile?: string | undefined;
 }
@@ -235,6 +239,17 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   // What the image may hold: a reservation's bytes from the moment it is reserved until a wipe (ADR 38),
   // and whatever was written to it that the agent never saw reserved (a reservation made and released
   // while it was down, an image renamed from a disk that held a volume): bytes allocated to the image.
+  // What the kernel has seen go wrong on it; a failure stays until a person marks it checked (./disk-health.ts).
+  const health = file
+    ? judgeHealth({
+        problems: await healthProblems(ctx, diskID, file),
+        previous: nd.status?.node?.health,
+        reviewedAt: reviewTime(nd),
+        name,
+        now: reportTime,
+      })
+    : nd.status?.node?.health;
+  if (health) next = { ...next, health };
   const wipedFor = wipedNow ?? nd.status?.node?.wipedFor;
   if (wipedFor !== undefined) next = { ...next, wipedFor };
   // A drive's bytes cannot be seen from here: one never wiped since it was found may hold anything.
@@ -245,6 +260,22 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   if (!statusChanged(nd.status?.node, next)) return {};
   await report(ctx, nd, next);
   return {};
+}
+
+/** What the kernel shows of the disk's errors; a disk whose staged records cannot be read shows none this time (said once). */
+async function healthProblems(ctx: ReconcileContext, diskID: string, file: DiskFile): Promise<KernelProblem[]> {
+  try {
+    return await kernelProblems({ diskDir: ctx.diskDir, diskID, driveDevice: file.drive?.device, sysRoot: ctx.sysRoot ?? '/sys', bootIdFile: ctx.bootIdFile });
+  } catch (err) {
+    ctx.log.debug('cannot read what the kernel saw of the disk', { diskID, error: (err as Error).message });
+    return [];
+  }
+}
+
+/** When a person marked the disk's failure checked, in ms; undefined when never (or not a time). */
+function reviewTime(nd: NodeDisk): number | undefined {
+  const at = Date.parse(nd.metadata.annotations?.[ANNOTATION_HEALTH_REVIEWED] ?? '');
+  return Number.isNaN(at) ? undefined : at;
 }
 
 /** status.node without its time: what a report is compared by. */
@@ -336,10 +367,13 @@ async function setProtection(ctx: ReconcileContext, nd: NodeDisk, on: boolean): 
 
 function updatePhaseGauge(ctx: ReconcileContext): void {
   const counts = new Map<string, number>();
+  let failingNow = 0;
   for (const nd of ctx.cache.values()) {
     const p = nd.status?.node?.phase ?? 'Unknown';
     counts.set(p, (counts.get(p) ?? 0) + 1);
+    if (failing(nd)) failingNow++;
   }
+  ctx.metrics.failingDisks.set(failingNow);
   ctx.metrics.disks.reset();
   for (const [phase, n] of counts) ctx.metrics.disks.set({ phase }, n);
 }

@@ -65,6 +65,8 @@ function misfitWords(m: Misfit, claim: NodeDiskClaim): string {
       return 'labelled for the label policy';
     case 'cordoned':
       return 'cordoned';
+    case 'failing':
+      return 'failing';
     case 'node-gone':
       return 'on nodes that are gone';
     case 'node-replaced':

@@ -105,7 +105,26 @@ export const DEFAULT_SYSTEM_NAMESPACE = 'node-disks-system';
 export const CONDITION = {
   accepted: 'Accepted',
   ready: 'Ready',
+  /** From the agent's status.node.health: False for a disk the kernel saw failing (not handed out, api/free-disk.ts). */
+  healthy: 'Healthy',
 } as const;
+
+/** The Accepted reason when the label policy may not reserve a disk its agent saw failing (api/free-disk.ts failing). */
+export const REASON_DISK_FAILING = 'DiskFailing';
+
+/** The reasons of status.node.health and of the Healthy condition. */
+export const HEALTH_REASON = {
+  /** ext4 on the disk recorded errors. */
+  filesystemErrors: 'FilesystemErrors',
+  /** The drive's own count of failed IO commands. */
+  ioErrors: 'IOErrors',
+} as const;
+
+/**
+ * When a person last checked a failing disk (RFC 3339; `kubectl nodedisks uncordon` writes it): a failure
+ * seen before it no longer keeps the disk from being handed out (api/free-disk.ts, agent/disk-health.ts).
+ */
+export const ANNOTATION_HEALTH_REVIEWED = `${GROUP}/health-reviewed`;
 
 /**
  * The Ready reason of a NodeDisk whose Node object does not exist (deleted: a scale-down, a machine

@@ -11,12 +11,23 @@
 // the CSI route's own filter, as its size is. The last is the only part that changes with time alone: what the disk's record says
 // (`notFreeByRecord`, which the controller's index keeps per disk) comes first, then what the route knows
 // of the agents now (`agentNotAlive`).
-import { AUTO_OWNER, AUTO_RESERVE_VALUE, CONDITION, CORDONED_VALUE, LABEL_AUTO_RESERVE, LABEL_CORDONED, REASON_AGENT_STALE, REASON_NODE_GONE, REASON_NODE_REPLACED } from './constants.ts';
+import {
+  ANNOTATION_HEALTH_REVIEWED,
+  AUTO_OWNER,
+  AUTO_RESERVE_VALUE,
+  CONDITION,
+  CORDONED_VALUE,
+  LABEL_AUTO_RESERVE,
+  LABEL_CORDONED,
+  REASON_AGENT_STALE,
+  REASON_NODE_GONE,
+  REASON_NODE_REPLACED,
+} from './constants.ts';
 import type { NodeDisk } from './v1alpha1/types.ts';
 import { pendingWipe } from './wipe.ts';
 
 /** Why a disk is not free, as a kind to count by (a claim's Pending line). */
-export type NotFreeKind = 'deleting' | 'reserved' | 'wiping' | 'labelled' | 'cordoned' | 'node-gone' | 'node-replaced' | 'stale' | 'unreported' | 'phase' | 'unsized';
+export type NotFreeKind = 'deleting' | 'reserved' | 'wiping' | 'labelled' | 'cordoned' | 'failing' | 'node-gone' | 'node-replaced' | 'stale' | 'unreported' | 'phase' | 'unsized';
 
 export interface NotFree {
   kind: NotFreeKind;
@@ -56,6 +67,8 @@ export function notFreeByRecord(nd: NodeDisk): NotFree | undefined {
   if (nd.metadata.labels?.[LABEL_AUTO_RESERVE] === AUTO_RESERVE_VALUE) return { kind: 'labelled', why: `is labelled ${LABEL_AUTO_RESERVE}=true (being reserved by the label policy)` };
   // A person took it out of service (kubectl nodedisks cordon).
   if (nd.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE) return { kind: 'cordoned', why: `is cordoned (label ${LABEL_CORDONED}=true; kubectl nodedisks uncordon puts it back)` };
+  // Its agent saw it fail, and nobody has checked it since (agent/disk-health.ts).
+  if (failing(nd)) return { kind: 'failing', why: `is failing: ${nd.status?.node?.health?.message ?? ''}` };
   const ready = nd.status?.conditions?.find((c) => c.type === CONDITION.ready);
   // The controller found no Node of that name: the disk went with its machine (ADR 35).
   if (ready?.reason === REASON_NODE_GONE) return { kind: 'node-gone', why: `is on node ${nd.spec.nodeName}, which is gone (no Node object)` };
@@ -68,6 +81,15 @@ export function notFreeByRecord(nd: NodeDisk): NotFree | undefined {
   if (node.capacityBytes === undefined) return { kind: 'unsized', why: 'has no reported size' };
   if (node.capacityBytes <= 0) return { kind: 'unsized', why: 'is an empty (0-byte) image' };
   return undefined;
+}
+
+/** Whether the disk's agent reports it failing and no person has marked it checked since the failure began. */
+export function failing(nd: NodeDisk): boolean {
+  const health = nd.status?.node?.health;
+  if (health?.status !== 'False') return false;
+  const reviewed = Date.parse(nd.metadata.annotations?.[ANNOTATION_HEALTH_REVIEWED] ?? '');
+  const since = Date.parse(health.since ?? '');
+  return Number.isNaN(reviewed) || Number.isNaN(since) || reviewed < since;
 }
 
 /** What the route's view of the agents says now: stale, when its heartbeat Lease expired (or, with none, its report is old). */

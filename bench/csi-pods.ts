@@ -6,6 +6,8 @@
 // down and its disks wiped before the next. `sudo npm run bench:csi`; the figures are appended to
 // bench/results/csi-pods.jsonl. CSI_NODE_OPTIONS=<flags> runs `csi-node` with that NODE_OPTIONS instead of
 // the shipped one (kustomize/agent/daemonset.yaml), e.g. CSI_NODE_OPTIONS= (empty) for V8's defaults.
+// KEEP_LOGS=1 keeps the cluster's logs (the pods' and the kubelets') of a run that passed too, to read the
+// provisioner's and the drivers' own account of a round.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,6 +24,7 @@ import { startRecord } from './lib/results.ts';
 const COUNTS = (process.env.COUNTS ?? '30,100').split(',').map(Number);
 /** NODE_OPTIONS for the `csi-node` containers (e.g. `--jitless`), to measure a runtime flag; unset: as shipped. */
 const CSI_NODE_OPTIONS = process.env.CSI_NODE_OPTIONS;
+const KEEP_LOGS = process.env.KEEP_LOGS === '1';
 const MiB = 2 ** 20;
 /** Disk images added on each node: enough for the largest round, with a spare each. */
 const PER_NODE = Math.ceil(Math.max(...COUNTS) / NODE_NAMES.length) + 3;
@@ -447,6 +450,7 @@ try {
   const s = Date.now();
   run.child.kill('SIGINT');
   console.log(`teardown: exit ${await run.exited} after ${((Date.now() - s) / 1000).toFixed(1)} s`);
-  if (failed) keepLogs(dataDir, 'bench-csi');
+  if (KEEP_LOGS && !failed) collectPodLogs(dataDir);
+  if (failed || KEEP_LOGS) keepLogs(dataDir, failed ? 'bench-csi' : 'bench-csi-passed');
   rmSync(dataDir, { recursive: true, force: true });
 }

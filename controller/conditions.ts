@@ -1,4 +1,5 @@
-// The controller's part of status: the Accepted and Ready conditions at status.conditions (where kubectl
+// The controller's part of status: the Accepted and Ready conditions (and Healthy, from the agent's health
+// report, while there is one) at status.conditions (where kubectl
 // wait, kstatus, Argo CD and Flux look) with status.observedGeneration, and the seed's status.controller
 // (accepted, observedGeneration); see docs/adr/0020-conditions-at-status-conditions.md.
 // lastTransitionTime moves only when a condition's status changes (metav1.Condition semantics).
@@ -145,7 +146,10 @@ export function controllerStatus(nd: NodeDisk, decision: PolicyDecision, ready: 
     ? condition(prev, CONDITION.accepted, 'True', note?.reason ?? 'Reconciled', note?.message ?? 'policy applied', generation, ts)
     : condition(prev, CONDITION.accepted, 'False', note?.reason ?? 'Rejected', note?.message ?? '', generation, ts);
   const readyCond = condition(prev, CONDITION.ready, ready.status, ready.reason, ready.message, generation, ts);
-  return { controller: { accepted, observedGeneration: generation }, observedGeneration: generation, conditions: [acceptedCond, readyCond] };
+  // Healthy follows the agent's report of what the kernel saw, and is there only while it has one.
+  const health = nd.status?.node?.health;
+  const healthyCond = health ? [condition(prev, CONDITION.healthy, health.status, health.reason, health.message, generation, ts)] : [];
+  return { controller: { accepted, observedGeneration: generation }, observedGeneration: generation, conditions: [acceptedCond, readyCond, ...healthyCond] };
 }
 
 /** Whether `status` already says what `want` says, for "write only when something changed". */

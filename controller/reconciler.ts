@@ -20,11 +20,13 @@ import {
   KIND,
   LABEL_CORDONED,
   REASON_CLAIM_GONE,
+  REASON_DISK_FAILING,
   REASON_NODE_GONE,
   REASON_NODE_REPLACED,
   REASON_WIPING,
 } from '../api/constants.ts';
 import { pendingWipe } from '../api/wipe.ts';
+import { failing } from '../api/free-disk.ts';
 import { isDriveId } from '../api/names.ts';
 import type { NodeDiskClient } from '../api/client.ts';
 import type { NodeDisk } from '../api/v1alpha1/types.ts';
@@ -140,9 +142,14 @@ export class Reconciler {
         ? { reason: REASON_NODE_REPLACED, message: `it was found on another machine than node ${node} is now (Node UID ${reportedUID}, now ${nodeUID})` }
         : current.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE
           ? { reason: 'Cordoned', message: `the disk is cordoned (label ${LABEL_CORDONED}=true): kubectl nodedisks uncordon puts it back in service` }
-          : pendingWipe(current) !== undefined
-            ? { reason: REASON_WIPING, message: 'the disk is being wiped (released with a wipe request); the label takes effect once its node agent reports it wiped' }
-            : undefined;
+          : failing(current)
+            ? {
+                reason: REASON_DISK_FAILING,
+                message: `the disk is failing (${current.status?.node?.health?.reason ?? ''}): kubectl nodedisks uncordon marks it checked and puts it back in service`,
+              }
+            : pendingWipe(current) !== undefined
+              ? { reason: REASON_WIPING, message: 'the disk is being wiped (released with a wipe request); the label takes effect once its node agent reports it wiped' }
+              : undefined;
 
     const decision = decide(current, refusal);
     if (decision.action !== 'none') {

@@ -55,6 +55,19 @@ export interface DriveFacts {
   physicalBlockSize: number;
 }
 
+/**
+ * A disk's health as its node agent has seen it (agent/disk-health.ts): False when the kernel saw errors on
+ * it, kept until a person reviews it; absent otherwise, as nothing read yet can tell a disk is healthy.
+ */
+export interface DiskHealth {
+  status: 'True' | 'False' | 'Unknown';
+  /** CamelCase, as a condition's: FilesystemErrors, IOErrors. */
+  reason: string;
+  message: string;
+  /** When the failure was first seen (RFC 3339); absent when there is none. */
+  since?: string;
+}
+
 /** Written by the agent only. */
 export interface NodeStatus {
   phase?: NodePhase;
@@ -69,6 +82,8 @@ export interface NodeStatus {
   holdsData?: boolean;
   /** The drive's facts, for a drive. */
   drive?: DriveFacts;
+  /** The disk's health as the agent has seen it. */
+  health?: DiskHealth;
 }
 
 /** Written by the controller only: the seed's two fields (its conditions are at status.conditions, ADR 20). */

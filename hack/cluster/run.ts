@@ -135,5 +135,5 @@ export function keepLogs(dataDir: string, label: string): void {
   if (!existsSync(logs)) return;
   const kept = mkdtempSync(join(tmpdir(), `nodedisks-failed-${label}-`));
   renameSync(logs, join(kept, 'logs'));
-  console.error(`the cluster's logs of this failed run are kept in ${kept}/logs (remove the dir when done)`);
+  console.error(`the cluster's logs of this run are kept in ${kept}/logs (remove the dir when done)`);
 }

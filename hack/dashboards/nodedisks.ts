@@ -169,6 +169,16 @@ export function nodeDisksDashboard(): Dashboard {
         query(`sum by (node, op) (rate(nodedisks_agent_marker_operation_errors_total{${NODE}}[$__rate_interval]))`, 'marker {{op}} failed {{node}}', 'B'),
       ]),
     )
+    .withRow(new RowBuilder('Health'))
+    .withPanel(
+      timeseries(
+        'Failing disks per node',
+        "Disks whose agent saw the kernel report IO or filesystem errors on them and that no person has marked checked since (kubectl nodedisks uncordon): handed out by nobody. The NodeDisk's Healthy condition says what was seen (runbook NodeDisksDiskFailing).",
+        'short',
+        24,
+        [query(`sum by (node) (nodedisks_agent_failing_disks{${NODE}})`, '{{node}}')],
+      ).stacking(stacked()),
+    )
     .withRow(new RowBuilder('Controller'))
     .withPanel(
       timeseries('Work queue depth', 'Keys waiting in the work queue of each controller replica (the leader works; a standby shows its last term).', 'short', 8, [

@@ -5,7 +5,8 @@
 // as any label; one JSON merge patch of that label per disk, under --field-manager. Quiet as kubectl
 // cordon: one line per disk, "<kind>/<name> cordoned" or "already cordoned".
 import type { CommandSpec } from '../args.ts';
-import { CORDONED_VALUE, FIELD_MANAGER, LABEL_CORDONED } from '../../api/constants.ts';
+import { ANNOTATION_HEALTH_REVIEWED, CORDONED_VALUE, FIELD_MANAGER, LABEL_CORDONED } from '../../api/constants.ts';
+import { failing } from '../../api/free-disk.ts';
 import type { Session } from '../context.ts';
 import { usageError } from '../errors.ts';
 import { escapeControl } from '../escape.ts';
@@ -36,14 +37,21 @@ async function execute(session: Session, args: CordonArgs, cordon: boolean): Pro
   for (const nd of targets) {
     const is = nd.metadata.labels?.[LABEL_CORDONED] === CORDONED_VALUE;
     const name = escapeControl(qualifiedName(nd));
-    if (is === cordon) {
+    // Uncordoning a disk its agent saw failing marks the failure checked: failures seen before now no
+    // longer keep it out of service (agent/disk-health.ts).
+    const review = !cordon && failing(nd);
+    if (is === cordon && !review) {
       session.io.out(`${name} already ${verb}ed${suffix}\n`);
       continue;
     }
     if (mode !== 'client') {
-      await client.mergePatch(nd.metadata.name ?? '', { metadata: { labels: { [LABEL_CORDONED]: cordon ? CORDONED_VALUE : null } } }, { fieldManager, dryRun: mode === 'server' });
+      const metadata = {
+        ...(is !== cordon ? { labels: { [LABEL_CORDONED]: cordon ? CORDONED_VALUE : null } } : {}),
+        ...(review ? { annotations: { [ANNOTATION_HEALTH_REVIEWED]: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } : {}),
+      };
+      await client.mergePatch(nd.metadata.name ?? '', { metadata }, { fieldManager, dryRun: mode === 'server' });
     }
-    session.io.out(`${name} ${verb}ed${suffix}\n`);
+    session.io.out(`${name} ${verb}ed${review ? ' (its failure marked checked)' : ''}${suffix}\n`);
   }
 }
 
@@ -69,7 +77,7 @@ export const cordonCommand: CommandSpec<CordonArgs> = {
 export const uncordonCommand: CommandSpec<CordonArgs> = {
   name: 'uncordon',
   summary: 'Put cordoned disks back in service',
-  description: `Remove the label ${LABEL_CORDONED} from NodeDisks: they are handed out again when free. With -l/--node every match is uncordoned.`,
+  description: `Remove the label ${LABEL_CORDONED} from NodeDisks: they are handed out again when free. A disk its node agent saw failing (condition Healthy=False) is marked checked (annotation ${ANNOTATION_HEALTH_REVIEWED}, the time now): the failures seen so far no longer keep it out of service. With -l/--node every match is uncordoned.`,
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
   flags: FLAGS,
   examples: [

@@ -3,6 +3,7 @@
 import type { CommandSpec } from '../args.ts';
 import { AUTO_OWNER, CLAIM_OWNER_PREFIX, CONDITION, CORDONED_VALUE, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE, LABEL_CORDONED, PV_OWNER_PREFIX } from '../../api/constants.ts';
 import { claimGone } from '../../api/owner.ts';
+import { failing } from '../../api/free-disk.ts';
 import { HEARTBEAT_LABEL_VALUE, LABEL_HEARTBEAT, heartbeatLeaseNode } from '../../api/heartbeat-lease.ts';
 import { leasesPath, type Lease } from '../../lib/kube/lease.ts';
 import { ApiError } from '../../lib/kube/errors.ts';
@@ -143,6 +144,11 @@ export function describe(nd: NodeDisk, now: number, agent?: string): string {
       'Cordoned',
       `yes (label ${LABEL_CORDONED}=true): handed out by nobody${nd.spec.desired?.state === 'Reserved' ? '; its reservation stays' : ''}; kubectl nodedisks uncordon puts it back`,
     ]);
+  }
+  const health = node?.health;
+  if (health) {
+    const handed = failing(nd) ? 'handed out by nobody until a person checks it (kubectl nodedisks uncordon marks it checked)' : 'marked checked by a person: it may be handed out';
+    lines.push(['Health', `${health.status} (${health.reason}${health.since ? `, since ${health.since}` : ''}) ${health.message}${health.status === 'False' ? `; ${handed}` : ''}`]);
   }
   const data = dataWords(nd);
   if (data) lines.push(['Data', data]);

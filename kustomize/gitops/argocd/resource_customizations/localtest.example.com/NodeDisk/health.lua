@@ -40,6 +40,14 @@ if accepted ~= nil and accepted.status == "False" then
   return hs
 end
 
+-- Its node agent saw the kernel report errors on it (Healthy False): a person must look, whatever else holds.
+local healthy = condition(conds, "Healthy")
+if healthy ~= nil and healthy.status == "False" then
+  hs.status = "Degraded"
+  hs.message = healthy.message or "The disk is failing"
+  return hs
+end
+
 if (status.observedGeneration or 0) < generation then
   hs.status = "Progressing"
   hs.message = "The controller has not acted on generation " .. tostring(generation) .. " yet"
