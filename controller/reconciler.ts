@@ -15,6 +15,7 @@
 import {
   API_VERSION,
   CLAIM_OWNER_PREFIX,
+  CONDITION,
   CORDONED_VALUE,
   FIELD_MANAGER,
   KIND,
@@ -34,6 +35,7 @@ import { isApiError, isStaleVersionConflict } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/runtime/log.ts';
 import { controllerStatus, formatDuration, keptBecause, nodeGoneCondition, nodeReplacedCondition, readyCondition, sameControllerStatus, type ReadyVerdict } from './conditions.ts';
 import type { EventRecorder } from './events.ts';
+import { tellFailing } from './failing-disk-events.ts';
 import type { AgentHeartbeats } from './agent-liveness.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { Nodes } from './nodes.ts';
@@ -202,6 +204,7 @@ export class Reconciler {
     const status = controllerStatus(current, after, ready, new Date(now));
     if (!sameControllerStatus(current.status, status)) {
       const prevAccepted = current.status?.conditions?.find((c) => c.type === 'Accepted');
+      const wasFailing = current.status?.conditions?.some((c) => c.type === CONDITION.healthy && c.status === 'False') === true;
       // Conditional too: Accepted and Ready describe this version, and must not land on a newer one.
       // One apply of all three parts: a field this manager applied before and leaves out now (the old
       // status.controller.conditions, ADR 20) is removed by the server-side apply itself.
@@ -216,6 +219,8 @@ export class Reconciler {
         log.warn(after.note.message, { nodeDisk: name });
         await events.record(current, 'Warning', after.note.reason, 'PolicyRejected', after.note.message);
       }
+      const healthyNow = status.conditions.find((c) => c.type === CONDITION.healthy);
+      if (healthyNow?.status === 'False' && !wasFailing) await tellFailing(current, healthyNow.message, { events, rest: client.rest, log });
     }
     return { updated: current, wrote, ...(ready.recheckAt !== undefined ? { requeueAfterMs: Math.max(0, ready.recheckAt - now) } : {}) };
   }

@@ -48,7 +48,8 @@ func (r *root) OnAdd(ctx context.Context) {
 type disk struct {
 	fs.Inode
 	file *os.File
-	size int64
+	// The file's size: a wipe cuts it to 0 and extends it again, as it does a disk image.
+	size atomic.Int64
 	mode atomic.Int32
 	// Requests refused so far, for the answers (a test can see that its IO reached this program).
 	refused atomic.Int64
@@ -65,15 +66,27 @@ var (
 
 func (d *disk) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = syscall.S_IFREG | 0o600
-	out.Size = uint64(d.size)
-	out.Blocks = uint64(d.size) / 512
+	out.Size = uint64(d.size.Load())
+	// What the backing file has allocated: a wiped (cut and extended) file has nothing, as an image has.
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(d.file.Fd()), &st); err == nil {
+		out.Blocks = uint64(st.Blocks)
+	}
 	return 0
 }
 
-// Setattr accepts what open(O_TRUNC)-free tools ask (times, mode) and refuses a change of size.
+// Setattr accepts what tools ask besides the size (times, mode), and a change of size as a file would,
+// unless writes fail.
 func (d *disk) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if sz, ok := in.GetSize(); ok && int64(sz) != d.size {
-		return syscall.EPERM
+	if sz, ok := in.GetSize(); ok && int64(sz) != d.size.Load() {
+		if d.mode.Load()&failWrites != 0 {
+			d.refused.Add(1)
+			return syscall.EIO
+		}
+		if err := d.file.Truncate(int64(sz)); err != nil {
+			return syscall.EIO
+		}
+		d.size.Store(int64(sz))
 	}
 	return d.Getattr(ctx, fh, out)
 }
@@ -99,7 +112,7 @@ func (d *disk) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int
 		d.refused.Add(1)
 		return 0, syscall.EIO
 	}
-	if off+int64(len(data)) > d.size {
+	if off+int64(len(data)) > d.size.Load() {
 		return 0, syscall.ENOSPC
 	}
 	n, err := d.file.WriteAt(data, off)
@@ -157,7 +170,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "%s is not a regular file\n", *image)
 		os.Exit(2)
 	}
-	d := &disk{file: f, size: st.Size()}
+	d := &disk{file: f}
+	d.size.Store(st.Size())
 	server, err := fs.Mount(*mountpoint, &root{name: *name, disk: d}, &fs.Options{
 		MountOptions: fuse.MountOptions{
 			// No fusermount on the machines that run this: root mounts it itself, or not at all.
