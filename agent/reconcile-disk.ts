@@ -242,7 +242,7 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   // What the kernel has seen go wrong on it; a failure stays until a person marks it checked (./disk-health.ts).
   const health = file
     ? judgeHealth({
-        problems: await healthProblems(ctx, diskID, file),
+        problems: await healthProblems(ctx, diskID, file, desired === 'Reserved' || wipe !== undefined),
         previous: nd.status?.node?.health,
         reviewedAt: reviewTime(nd),
         name,
@@ -262,8 +262,13 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   return {};
 }
 
-/** What the kernel shows of the disk's errors; a disk whose staged records cannot be read shows none this time (said once). */
-async function healthProblems(ctx: ReconcileContext, diskID: string, file: DiskFile): Promise<KernelProblem[]> {
+/**
+ * What the kernel shows of the disk's errors; a disk whose staged records cannot be read shows none this time.
+ * An image is looked at only while a volume may be staged from it (reserved, or released and not yet wiped):
+ * the records are read for it, not for every free disk at every rescan.
+ */
+async function healthProblems(ctx: ReconcileContext, diskID: string, file: DiskFile, mayBeStaged: boolean): Promise<KernelProblem[]> {
+  if (!file.drive && !mayBeStaged) return [];
   try {
     return await kernelProblems({ diskDir: ctx.diskDir, diskID, driveDevice: file.drive?.device, sysRoot: ctx.sysRoot ?? '/sys', bootIdFile: ctx.bootIdFile });
   } catch (err) {

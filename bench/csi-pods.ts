@@ -442,6 +442,8 @@ try {
   );
   console.log(`memory after the largest round: agent ${fmt(peak.agent)}; csi-node ${fmt(peak.csiNode)}; csi-controller ${fmt(peak.csiController)}; csi-provisioner ${fmt(peak.csiProvisioner)}`);
   record.save({ rounds: rounds.map((r) => ({ ...r })), memoryIdleMiB: idle, memoryAfterMiB: peak });
+  // The pods' logs go with the cluster's teardown: taken while it still runs.
+  if (KEEP_LOGS) collectPodLogs(dataDir);
 } catch (err) {
   collectPodLogs(dataDir);
   failed = true;
@@ -450,7 +452,6 @@ try {
   const s = Date.now();
   run.child.kill('SIGINT');
   console.log(`teardown: exit ${await run.exited} after ${((Date.now() - s) / 1000).toFixed(1)} s`);
-  if (KEEP_LOGS && !failed) collectPodLogs(dataDir);
   if (failed || KEEP_LOGS) keepLogs(dataDir, failed ? 'bench-csi' : 'bench-csi-passed');
   rmSync(dataDir, { recursive: true, force: true });
 }

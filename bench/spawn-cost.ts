@@ -2,13 +2,18 @@
 // mkfs) several times per volume, and Node starts each with a fork of its whole process, on its main
 // thread. Spawns RUNS runs of /bin/true from this process with a small heap and again with HEAP_MIB more
 // held live, and prints the main thread's CPU and the wall time per run. Then BURST runs started at once,
-// as a burst of CSI calls starts them, from the main thread and from a worker thread: how late the main
-// thread's 1 ms timer fell (what every other call on the node waits), the process's CPU and the memory a
-// worker costs. `npm run bench:spawn` (with V8's defaults: Node strips this file's types with WebAssembly,
+// as a burst of CSI calls starts them, from the main thread, from a worker thread and through a small helper
+// process that forks instead (./spawn-helper, Go, stdlib only; one request a line on a pipe): how late the main
+// thread's 1 ms timer fell (what every other call on the node waits), the process's CPU (and the helper's)
+// and the memory a worker or the helper costs. `npm run bench:spawn` (with V8's defaults: Node strips this file's types with WebAssembly,
 // which --jitless turns off).
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
+import { ensureGoTool } from '../hack/lib/gobuild.ts';
 import { startRecord } from './lib/results.ts';
 
 const run = promisify(execFile);
@@ -87,9 +92,43 @@ const fromWorker = await burst(
 );
 const workerRssMiB = Number(((process.memoryUsage().rss - rssBeforeWorker) / 2 ** 20).toFixed(1));
 await worker.terminate();
+// The helper: started once (one fork of this process), then every run is its fork, answered over the pipe.
+const helperBin = await ensureGoTool({
+  name: 'spawn-helper',
+  what: 'the bench helper that starts programs for another process',
+  moduleDir: fileURLToPath(new URL('./spawn-helper/', import.meta.url)),
+});
+const helper = spawn(helperBin, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+const answers = new Map<number, () => void>();
+createInterface({ input: helper.stdout }).on('line', (line) => {
+  const a = JSON.parse(line) as { id: number };
+  answers.get(a.id)?.();
+  answers.delete(a.id);
+});
+/** user + system CPU of a process, in ms, from /proc (clock ticks of 10 ms). */
+const procCpuMs = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10;
+};
+const helperCpu0 = procCpuMs(helper.pid!);
+const viaHelper = await burst(
+  (file) =>
+    new Promise<void>((resolve) => {
+      answers.set(++nextId, resolve);
+      helper.stdin.write(`${JSON.stringify({ id: nextId, file, args: [] })}\n`);
+    }),
+);
+const helperCpuMs = procCpuMs(helper.pid!) - helperCpu0;
+const helperRssMiB = Number((Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${helper.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024).toFixed(1));
+helper.stdin.end();
+await new Promise((resolve) => helper.once('close', resolve));
 console.log(`\n${BURST} runs at once (NODE_OPTIONS=${process.env.NODE_OPTIONS ?? ''}):`);
 console.log(`| started from | wall | process CPU | main thread late, worst / total | RSS added |`);
 console.log(`| --- | --- | --- | --- | --- |`);
 console.log(`| main thread | ${fromMain.wallMs} ms | ${fromMain.processCpuMs} ms | ${fromMain.mainLateWorstMs} / ${fromMain.mainLateTotalMs} ms | |`);
 console.log(`| a worker thread | ${fromWorker.wallMs} ms | ${fromWorker.processCpuMs} ms | ${fromWorker.mainLateWorstMs} / ${fromWorker.mainLateTotalMs} ms | ${workerRssMiB} MiB |`);
-record.save({ small, large, held: held.length, fromMain, fromWorker, workerRssMiB });
+console.log(
+  `| a helper process | ${viaHelper.wallMs} ms | ${viaHelper.processCpuMs} ms (+ the helper's ${helperCpuMs} ms) | ${viaHelper.mainLateWorstMs} / ${viaHelper.mainLateTotalMs} ms | ${helperRssMiB} MiB (its own) |`,
+);
+record.save({ small, large, held: held.length, fromMain, fromWorker, workerRssMiB, viaHelper: { ...viaHelper, helperCpuMs, helperRssMiB } });

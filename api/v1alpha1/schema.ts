@@ -257,7 +257,11 @@ export const nodeDiskSchema: SchemaProps = {
                 "The disk's health as the node agent has seen it: False when the kernel saw errors on it (ext4 recorded errors, a drive's failed IO commands), kept after the evidence goes until a person marks it checked (annotation localtest.example.com/health-reviewed, which kubectl nodedisks uncordon writes); absent while nothing was seen, as nothing read yet can tell a disk is healthy. The controller's Healthy condition follows it.",
               required: ['status', 'reason', 'message'],
               properties: {
-                status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
+                status: {
+                  type: 'string',
+                  description: 'False: failing (see reason and message). True and Unknown are for the drive health reports still to come.',
+                  enum: ['True', 'False', 'Unknown'],
+                },
                 reason: { type: 'string', description: 'FilesystemErrors or IOErrors.', maxLength: 64, pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$' },
                 message: { type: 'string', description: 'What was seen, in words, and what to do.', maxLength: MAX_MESSAGE_LENGTH },
                 since: { type: 'string', description: 'When the failure was first seen.', format: 'date-time' },

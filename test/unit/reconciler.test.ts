@@ -152,3 +152,44 @@ test.serial('a new NodeDisk its agent has not reported yet gets no status until 
     { status: 'Unknown', reason: 'WaitingForAgent' },
   );
 });
+
+test.serial("a disk turning failing whose volume's PV cannot be read (refused) still gets its status and its own Warning, and the reconcile succeeds", async (t) => {
+  const failing: NodeDisk = {
+    ...disk('3', { state: 'Reserved', owner: 'pv:pvc-8f0c5b9e-1d2a-4c3b-9e8f-7a6b5c4d3e2f', ownerUID: '8f0c5b9e-1d2a-4c3b-9e8f-7a6b5c4d3e2f' }),
+    status: {
+      node: {
+        phase: 'Reserved',
+        capacityBytes: 1024,
+        lastSeenTime: new Date().toISOString(),
+        health: {
+          status: 'False',
+          reason: 'FilesystemErrors',
+          message: 'ext4 on the volume staged from it (loop3) has recorded 1 error since it was last checked',
+          since: '2026-12-05T10:00:00Z',
+        },
+      },
+    },
+  };
+  const sent: Body[] = [];
+  const events: { reason?: string; type?: string; regarding?: { kind?: string } }[] = [];
+  nock(SERVER)
+    .patch(`${NODEDISKS_PATH}/d1/status`, (b: Body) => (sent.push(b), true))
+    .query(true)
+    .reply(200, { ...failing, metadata: { ...failing.metadata, resourceVersion: '4' } })
+    .post('/apis/events.k8s.io/v1/namespaces/default/events', (b: (typeof events)[number]) => (events.push(b), true))
+    .reply(201, {})
+    .get('/api/v1/persistentvolumes/pvc-8f0c5b9e-1d2a-4c3b-9e8f-7a6b5c4d3e2f')
+    .reply(403, { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 403, reason: 'Forbidden', message: 'persistentvolumes is forbidden' });
+  const { r } = reconciler();
+  const result = await r.reconcile(failing);
+  t.like(
+    sent[0]?.status?.conditions?.find((c) => c.type === 'Healthy'),
+    { status: 'False', reason: 'FilesystemErrors' },
+  );
+  t.deepEqual(
+    events.map((e) => [e.type, e.reason, e.regarding?.kind]),
+    [['Warning', 'DiskFailing', 'NodeDisk']],
+  );
+  t.true(result.wrote);
+  t.true(nock.isDone());
+});

@@ -1,0 +1,3 @@
+module nodedisks.example.com/bench/spawnhelper
+
+go 1.25
