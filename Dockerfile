@@ -23,6 +23,12 @@ COPY hack/lib/paths.ts ./hack/lib/paths.ts
 COPY hack/lib/package-version.ts ./hack/lib/package-version.ts
 RUN node hack/build.ts
 
+# csi-node's tool runner (csi/toolrunner): Go, the standard library only, a static binary.
+FROM golang:1.26-bookworm AS toolrunner
+WORKDIR /src
+COPY csi/toolrunner/ ./
+RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/nodedisks-toolrunner .
+
 # The controller only talks to the API server: it runs as nonroot 65532.
 FROM gcr.io/distroless/nodejs24-debian12:nonroot AS operator
 COPY --from=build /src/dist/controller/ /app/
@@ -56,6 +62,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/local/bin/node /nodejs/bin/node
 COPY --from=build /src/dist/csi/ /app/
+COPY --from=toolrunner /out/nodedisks-toolrunner /usr/local/bin/nodedisks-toolrunner
 COPY LICENSE /app/LICENSE
 COPY NOTICE /app/NOTICE
 ENV PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/nodejs/bin" NODE_ENV="production"

@@ -6,6 +6,7 @@
 // down and its disks wiped before the next. `sudo npm run bench:csi`; the figures are appended to
 // bench/results/csi-pods.jsonl. CSI_NODE_OPTIONS=<flags> runs `csi-node` with that NODE_OPTIONS instead of
 // the shipped one (kustomize/agent/daemonset.yaml), e.g. CSI_NODE_OPTIONS= (empty) for V8's defaults.
+// CSI_TOOL_RUNNER=1 runs `csi-node` with --tool-runner (its tools started by nodedisks-toolrunner, ADR 48).
 // KEEP_LOGS=1 keeps the cluster's logs (the pods' and the kubelets') of a run that passed too, to read the
 // provisioner's and the drivers' own account of a round.
 import { spawn } from 'node:child_process';
@@ -13,6 +14,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { sh, sleep } from '../hack/cluster/host.ts';
 import { PAUSE_IMAGE } from '../hack/cluster/images.ts';
+import { CSI_IMAGE } from '../hack/lib/image-spec.ts';
 import { clusterEnv, collectPodLogs, keepLogs, seedNodeUniqueDisks, startCluster, UP, waitForOutput } from '../hack/cluster/run.ts';
 import { NODE_NAMES } from '../hack/cluster/topology.ts';
 import { ensureBinaries } from '../hack/controlplane/binaries.ts';
@@ -25,6 +27,7 @@ const COUNTS = (process.env.COUNTS ?? '30,100').split(',').map(Number);
 /** NODE_OPTIONS for the `csi-node` containers (e.g. `--jitless`), to measure a runtime flag; unset: as shipped. */
 const CSI_NODE_OPTIONS = process.env.CSI_NODE_OPTIONS;
 const KEEP_LOGS = process.env.KEEP_LOGS === '1';
+const CSI_TOOL_RUNNER = process.env.CSI_TOOL_RUNNER === '1';
 const MiB = 2 ** 20;
 /** Disk images added on each node: enough for the largest round, with a spare each. */
 const PER_NODE = Math.ceil(Math.max(...COUNTS) / NODE_NAMES.length) + 3;
@@ -34,6 +37,7 @@ const record = startRecord('csi-pods', {
   disksPerNode: PER_NODE,
   diskMiB: DISK_BYTES / MiB,
   ...(CSI_NODE_OPTIONS !== undefined ? { csiNodeOptions: CSI_NODE_OPTIONS } : {}),
+  ...(CSI_TOOL_RUNNER ? { csiToolRunner: true } : {}),
 });
 const { dataDir, env } = clusterEnv();
 const kubectl = (await ensureBinaries()).kubectl;
@@ -402,6 +406,7 @@ function rssOf(re: RegExp): number[] {
 const memory = () => ({
   agent: rssOf(/node-disks-agent\.mjs/),
   csiNode: rssOf(/node-disks-csi\.mjs node/),
+  toolRunner: rssOf(/nodedisks-toolrunner/),
   csiController: rssOf(/node-disks-csi\.mjs controller/),
   csiProvisioner: rssOf(/csi-provisioner /),
 });
@@ -410,6 +415,11 @@ const run = startCluster(env);
 let failed = false;
 try {
   await waitForOutput(run, UP, 40 * 60_000);
+  if (CSI_TOOL_RUNNER) {
+    await k(['-n', 'node-disks-system', 'set', 'env', 'daemonset/node-disks-agent', '-c', 'csi-node', `TOOL_RUNNER=${CSI_IMAGE.toolRunner.path}`]);
+    await k(['-n', 'node-disks-system', 'rollout', 'status', 'daemonset/node-disks-agent', '--timeout=300s']);
+    console.log(`csi-node starts its tools through ${CSI_IMAGE.toolRunner.path}`);
+  }
   if (CSI_NODE_OPTIONS !== undefined) {
     await k(['-n', 'node-disks-system', 'set', 'env', 'daemonset/node-disks-agent', '-c', 'csi-node', `NODE_OPTIONS=${CSI_NODE_OPTIONS}`]);
     await k(['-n', 'node-disks-system', 'rollout', 'status', 'daemonset/node-disks-agent', '--timeout=300s']);
@@ -438,9 +448,11 @@ try {
     );
   const fmt = (xs: number[]) => xs.map((x) => `${x} MiB`).join(', ');
   console.log(
-    `memory (VmRSS), idle with ${PER_NODE * 3} disks: agent ${fmt(idle.agent)}; csi-node ${fmt(idle.csiNode)}; csi-controller ${fmt(idle.csiController)}; csi-provisioner ${fmt(idle.csiProvisioner)}`,
+    `memory (VmRSS), idle with ${PER_NODE * 3} disks: agent ${fmt(idle.agent)}; csi-node ${fmt(idle.csiNode)}; tool runner ${fmt(idle.toolRunner)}; csi-controller ${fmt(idle.csiController)}; csi-provisioner ${fmt(idle.csiProvisioner)}`,
   );
-  console.log(`memory after the largest round: agent ${fmt(peak.agent)}; csi-node ${fmt(peak.csiNode)}; csi-controller ${fmt(peak.csiController)}; csi-provisioner ${fmt(peak.csiProvisioner)}`);
+  console.log(
+    `memory after the largest round: agent ${fmt(peak.agent)}; csi-node ${fmt(peak.csiNode)}; tool runner ${fmt(peak.toolRunner)}; csi-controller ${fmt(peak.csiController)}; csi-provisioner ${fmt(peak.csiProvisioner)}`,
+  );
   record.save({ rounds: rounds.map((r) => ({ ...r })), memoryIdleMiB: idle, memoryAfterMiB: peak });
   // The pods' logs go with the cluster's teardown: taken while it still runs.
   if (KEEP_LOGS) collectPodLogs(dataDir);

@@ -33,6 +33,8 @@ export interface NodeSideConfig {
   byIdDir: string;
   httpAddress: string;
   logLevel: Level;
+  /** nodedisks-toolrunner's path, which then starts the tools ('': csi-node starts them itself). */
+  toolRunner: string;
 }
 
 /** A unix socket path from `/path`, `unix:/path` or `unix:///path` (how the sidecars and kubelet write it). */
@@ -102,6 +104,11 @@ export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.
       .option('by-id-dir', { type: 'string', default: env.BY_ID_DIR ?? DEFAULT_BY_ID_DIR, describe: "udev's stable drive names, where a drive the agent asks to wipe is found" })
       .option('http-address', { type: 'string', default: env.HTTP_ADDRESS ?? ':8083', describe: 'Address for /metrics, /healthz and /readyz' })
       .option('log-level', { type: 'string', default: env.LOG_LEVEL ?? 'info', describe: 'debug, info, warn or error' })
+      .option('tool-runner', {
+        type: 'string',
+        default: env.TOOL_RUNNER ?? '',
+        describe: "nodedisks-toolrunner's path: it starts the storage tools, so that their forks never hold this process ('': this process starts them)",
+      })
       .requiresArg(['csi-address', 'node-name', 'disk-dir', 'by-id-dir', 'http-address', 'log-level']),
   ).parseSync();
   stopIfHelp(a);
@@ -111,6 +118,7 @@ export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.
   const problem = nodeNameProblem(nodeName);
   if (problem) throw new Error(`invalid NODE_NAME: ${problem}`);
   for (const flag of ['disk-dir', 'by-id-dir'] as const) if (!a[flag].startsWith('/')) throw new Error(`--${flag} must be an absolute path, got ${JSON.stringify(a[flag])}`);
+  if (a['tool-runner'] && !a['tool-runner'].startsWith('/')) throw new Error(`--tool-runner must be an absolute path (or '' for none), got ${JSON.stringify(a['tool-runner'])}`);
   parseAddress(a['http-address']);
   return {
     side,
@@ -121,5 +129,6 @@ export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.
     byIdDir: a['by-id-dir'],
     httpAddress: a['http-address'],
     logLevel: parseLevel(a['log-level']),
+    toolRunner: a['tool-runner'],
   };
 }

@@ -26,6 +26,7 @@ RUN apt-get update \\
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/local/bin/node ${NODE_PATH}
 COPY --from=build /src/${c.distDir}/ ${APP_DIR}/
+COPY --from=toolrunner /out/nodedisks-toolrunner ${c.toolRunner.path}
 ${LEGAL_FILES.map((f) => `COPY ${f} ${APP_DIR}/${f}`).join('\n')}
 ${env}
 WORKDIR ${APP_DIR}
@@ -73,6 +74,12 @@ COPY hack/build.ts ./hack/build.ts
 COPY hack/lib/paths.ts ./hack/lib/paths.ts
 COPY hack/lib/package-version.ts ./hack/lib/package-version.ts
 RUN node hack/build.ts
+
+# csi-node's tool runner (${CSI_IMAGE.toolRunner.moduleDir}): Go, the standard library only, a static binary.
+FROM ${CSI_IMAGE.toolRunner.goImage} AS toolrunner
+WORKDIR /src
+COPY ${CSI_IMAGE.toolRunner.moduleDir}/ ./
+RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/nodedisks-toolrunner .
 ${stages}${csiStage()}`;
 }
 

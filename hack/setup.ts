@@ -8,7 +8,7 @@
 //   node hack/setup.ts                    all twelve
 //   node hack/setup.ts krew healthcheck   only those
 import { ensureBinaries } from './controlplane/binaries.ts';
-import { ensureCsiProvisioner, ensureCsiSanity } from './csi/tools.ts';
+import { ensureCsiProvisioner, ensureCsiSanity, ensureToolRunner } from './csi/tools.ts';
 import { ensureE2eBinaries } from './e2e-storage/e2e-test.ts';
 import { ensureBusybox } from './e2e-storage/images.ts';
 import { ensureHealthcheck } from './healthcheck/healthcheck.ts';
@@ -40,6 +40,7 @@ const tools: Record<string, () => Promise<string>> = {
   promql: () => ensurePromql(),
   promtext: () => ensurePromtext(),
   promtool: () => ensurePromtool(),
+  toolrunner: () => ensureToolRunner(),
   xfsprogs: async () => (await ensureXfsprogs()).map((f) => f.cached).join(', '),
 };
 

@@ -16,6 +16,7 @@ import { APP_DIR, CSI_IMAGE, ENV, IMAGES, LEGAL_FILES, NODE_PATH, entrypoint } f
 import { sh } from './host.ts';
 import { ociArchive, type BuiltImage, type Entry } from './oci.ts';
 import { ensureXfsprogs } from './xfsprogs.ts';
+import { ensureToolRunner } from '../csi/tools.ts';
 
 /** The tag the overlay and ci/local-cluster-values.yaml ask for (newTag dev, never pulled). */
 export const IMAGE_TAG = 'dev';
@@ -146,8 +147,9 @@ async function csiDist(root: string): Promise<Entry[]> {
 export async function buildCsiImages(provisionerBinary: string, root = REPO_ROOT): Promise<BuiltImage[]> {
   // dist/csi first: a missing bundle is refused before seconds of hashing.
   const dist = await csiDist(root);
+  const runner = await fileEntry(await ensureToolRunner(), CSI_IMAGE.toolRunner.path.slice(1), 0o755);
   const legal = await Promise.all(LEGAL_FILES.map((f) => fileEntry(join(root, f), `${APP_DIR.slice(1)}/${f}`, 0o644)));
-  const csi = ociArchive(imageRef(CSI_IMAGE.name), unique([...base(), ...(await nodeRuntime()), ...(await csiTools()), ...legal, ...dist]), {
+  const csi = ociArchive(imageRef(CSI_IMAGE.name), unique([...base(), ...(await nodeRuntime()), ...(await csiTools()), runner, ...legal, ...dist]), {
     entrypoint: [NODE_PATH, `${APP_DIR}/${CSI_IMAGE.main}`],
     user: CSI_IMAGE.user,
     env: ENV,

@@ -9,9 +9,10 @@ import { chmod, cp, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ensureCachedBuild } from '../lib/cached-build.ts';
-import { goPlatform } from '../lib/gobuild.ts';
+import { ensureGoTool, goPlatform } from '../lib/gobuild.ts';
 import { goModuleDir } from '../lib/gomod.ts';
-import { cacheRoot } from '../lib/paths.ts';
+import { cacheRoot, REPO_ROOT } from '../lib/paths.ts';
+import { CSI_IMAGE } from '../lib/image-spec.ts';
 
 export interface CsiTool {
   name: string;
@@ -103,4 +104,9 @@ function go(t: CsiTool, args: string[], cwd: string, extraEnv: Record<string, st
       reject(new Error(`building ${t.name} ${t.version} failed: go ${args.join(' ')} (in ${cwd}):\n${why}`));
     });
   });
+}
+
+/** nodedisks-toolrunner, csi-node's tool runner, built from the repository's own module (csi/toolrunner); its path. */
+export function ensureToolRunner(log?: (line: string) => void): Promise<string> {
+  return ensureGoTool({ name: 'toolrunner', what: "csi-node's tool runner (csi/toolrunner)", moduleDir: join(REPO_ROOT, CSI_IMAGE.toolRunner.moduleDir), ...(log ? { log } : {}) });
 }

@@ -92,6 +92,8 @@ export interface CsiImageSpec {
   links: readonly (readonly [link: string, target: string])[];
   /** Configuration files the tools read (mke2fs.conf: the ext4 defaults mkfs.ext4 formats with). */
   files: readonly string[];
+  /** nodedisks-toolrunner (csi/toolrunner, Go, standard library only): where the image has it, built from that module. */
+  toolRunner: { path: string; moduleDir: string; goImage: string };
   why: string;
 }
 
@@ -114,6 +116,8 @@ export const CSI_IMAGE: CsiImageSpec = {
     ['/usr/sbin/fsck.ext3', 'e2fsck'],
   ],
   files: ['/etc/mke2fs.conf'],
+  // csi-node starts the tools through it with --tool-runner (docs/adr/0048).
+  toolRunner: { path: '/usr/local/bin/nodedisks-toolrunner', moduleDir: 'csi/toolrunner', goImage: 'golang:1.26-bookworm' },
   why:
     'The CSI driver, both sides in one program. Its node side runs as UID 0 in a privileged container: it\n' +
     "attaches disk images to loop devices, formats and mounts them, and wipes drives (Debian's util-linux, e2fsprogs and\n" +

@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { ensureCsiSanity } from '../../hack/csi/tools.ts';
+import { ensureCsiSanity, ensureToolRunner } from '../../hack/csi/tools.ts';
 import { seedDisks, startAgent, startCsiController, startCsiNode, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
 import { nodeDisksFor, useControlPlane } from './_controlplane.ts';
@@ -65,7 +65,8 @@ test.before(async () => {
   await seedDisks(diskDir, 12, 64 * MiB);
   programs.push(await startAgent(controlPlane(), { node: NODE, diskDir, logDir, rescanInterval: '1s' }));
   programs.push(await startCsiController(controlPlane(), { logDir, csiAddress: join(work, 'controller.sock') }));
-  programs.push(startCsiNode({ logDir, csiAddress: join(work, 'node.sock'), node: NODE, diskDir }));
+  // The node side starts its tools through nodedisks-toolrunner, as csi-node does with --tool-runner.
+  programs.push(startCsiNode({ logDir, csiAddress: join(work, 'node.sock'), node: NODE, diskDir, extraArgs: [`--tool-runner=${await ensureToolRunner()}`] }));
   const disks = nodeDisksFor(controlPlane().admin());
   await eventually('12 Available disks', async () => (await disks.list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 12, 60_000);
 });

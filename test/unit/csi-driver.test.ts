@@ -64,3 +64,13 @@ test('node-disks-csi: a side is required, the node side needs its node and socke
   t.is(socketPath('unix:/a.sock'), '/a.sock');
   t.throws(() => socketPath('relative.sock'), { message: /must be an absolute unix socket path/ });
 });
+
+test('node-disks-csi node: the tool runner is off unless given, by flag or $TOOL_RUNNER, and only by an absolute path', (t) => {
+  const base = ['node', '--csi-address=/x.sock'];
+  t.is((parseCsiConfig(base, { NODE_NAME: 'n1' }) as { toolRunner: string }).toolRunner, '');
+  t.is((parseCsiConfig(base, { NODE_NAME: 'n1', TOOL_RUNNER: '/usr/local/bin/nodedisks-toolrunner' }) as { toolRunner: string }).toolRunner, '/usr/local/bin/nodedisks-toolrunner');
+  t.is((parseCsiConfig([...base, '--tool-runner=/opt/r'], { NODE_NAME: 'n1' }) as { toolRunner: string }).toolRunner, '/opt/r');
+  t.throws(() => parseCsiConfig([...base, '--tool-runner=nodedisks-toolrunner'], { NODE_NAME: 'n1' }), {
+    message: /--tool-runner must be an absolute path \(or '' for none\), got "nodedisks-toolrunner"/,
+  });
+});

@@ -46,6 +46,6 @@ test('npm run setup names the tools it knows when asked for another (usage error
   t.is(code, 2);
   t.is(
     stderr.trim(),
-    'error: unknown kubectl; choose from controlplane, csi-provisioner, csi-sanity, e2e-storage, faultydisk, fio, healthcheck, helm, krew, promql, promtext, promtool, xfsprogs (none: all)',
+    'error: unknown kubectl; choose from controlplane, csi-provisioner, csi-sanity, e2e-storage, faultydisk, fio, healthcheck, helm, krew, promql, promtext, promtool, toolrunner, xfsprogs (none: all)',
   );
 });

@@ -1,0 +1,3 @@
+module nodedisks.example.com/csi/toolrunner
+
+go 1.25
