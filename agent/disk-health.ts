@@ -14,9 +14,9 @@
 // the filesystem's count with it): a disk that failed under one tenant is not handed to the next. It ends
 // when a person marks it checked (the annotation `health-reviewed`, which `kubectl nodedisks uncordon`
 // writes) at or after the failure's `since`; evidence still there is reported again, marked as reviewed.
-import * as fsp from 'node:fs/promises';
 import { HEALTH_REASON } from '../api/constants.ts';
 import type { DiskHealth } from '../api/v1alpha1/types.ts';
+import { blockDeviceName, ext4ErrorCount, readSysfsValue } from '../lib/runtime/sysfs.ts';
 import { loopDevicesHolding } from './loop-attached.ts';
 
 /** One thing the kernel has seen go wrong on a device of the disk. */
@@ -25,35 +25,20 @@ export interface KernelProblem {
   text: string;
 }
 
-async function readSmall(path: string): Promise<string | undefined> {
-  try {
-    return (await fsp.readFile(path, 'utf8')).trim();
-  } catch {
-    return undefined;
-  }
-}
-
 /** The kernel's name of a block device (`loop3`, `sdb`) from its number, `major:minor`; undefined when sysfs has none. */
-export async function kernelNameOf(deviceNumber: string, sysRoot: string): Promise<string | undefined> {
-  if (!/^\d+:\d+$/.test(deviceNumber)) return undefined;
-  try {
-    return (await fsp.readlink(`${sysRoot}/dev/block/${deviceNumber}`)).split('/').at(-1);
-  } catch {
-    return undefined;
-  }
-}
+export const kernelNameOf = (deviceNumber: string, sysRoot: string) => blockDeviceName(sysRoot, deviceNumber);
 
 /** What the kernel has seen go wrong on one block device, by its kernel name (`what` names it in words). */
 export async function deviceProblems(kernelName: string, what: string, sysRoot: string): Promise<KernelProblem[]> {
   // A kernel name from sysfs or a staged record; anything else is not looked up.
   if (!/^[a-z][a-z0-9]*$/.test(kernelName)) return [];
   const out: KernelProblem[] = [];
-  const fsErrors = Number(await readSmall(`${sysRoot}/fs/ext4/${kernelName}/errors_count`));
-  if (Number.isSafeInteger(fsErrors) && fsErrors > 0) {
+  const fsErrors = await ext4ErrorCount(sysRoot, kernelName);
+  if (fsErrors > 0) {
     out.push({ reason: HEALTH_REASON.filesystemErrors, text: `ext4 on ${what} has recorded ${fsErrors} error${fsErrors === 1 ? '' : 's'} since it was last checked` });
   }
   // SCSI and SATA drives count the commands that failed with an IO error, in hex.
-  const ioErrors = Number.parseInt((await readSmall(`${sysRoot}/block/${kernelName}/device/ioerr_cnt`)) ?? '', 16);
+  const ioErrors = Number.parseInt((await readSysfsValue(`${sysRoot}/block/${kernelName}/device/ioerr_cnt`)) ?? '', 16);
   if (Number.isSafeInteger(ioErrors) && ioErrors > 0) {
     out.push({ reason: HEALTH_REASON.ioErrors, text: `the kernel counted ${ioErrors} IO command${ioErrors === 1 ? '' : 's'} that failed on ${what}` });
   }

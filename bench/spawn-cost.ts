@@ -2,18 +2,17 @@
 // mkfs) several times per volume, and Node starts each with a fork of its whole process, on its main
 // thread. Spawns RUNS runs of /bin/true from this process with a small heap and again with HEAP_MIB more
 // held live, and prints the main thread's CPU and the wall time per run. Then BURST runs started at once,
-// as a burst of CSI calls starts them, from the main thread, from a worker thread and through a small helper
-// process that forks instead (./spawn-helper, Go, stdlib only; one request a line on a pipe): how late the main
+// as a burst of CSI calls starts them, from the main thread, from a worker thread and through csi-node's tool
+// runner (csi/toolrunner, ADR 48: a small process that forks instead; one request a line on a pipe): how late the main
 // thread's 1 ms timer fell (what every other call on the node waits), the process's CPU (and the helper's)
 // and the memory a worker or the helper costs. `npm run bench:spawn` (with V8's defaults: Node strips this file's types with WebAssembly,
 // which --jitless turns off).
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import { ensureGoTool } from '../hack/lib/gobuild.ts';
+import { ensureToolRunner } from '../hack/csi/tools.ts';
 import { startRecord } from './lib/results.ts';
 
 const run = promisify(execFile);
@@ -93,11 +92,7 @@ const fromWorker = await burst(
 const workerRssMiB = Number(((process.memoryUsage().rss - rssBeforeWorker) / 2 ** 20).toFixed(1));
 await worker.terminate();
 // The helper: started once (one fork of this process), then every run is its fork, answered over the pipe.
-const helperBin = await ensureGoTool({
-  name: 'spawn-helper',
-  what: 'the bench helper that starts programs for another process',
-  moduleDir: fileURLToPath(new URL('./spawn-helper/', import.meta.url)),
-});
+const helperBin = await ensureToolRunner();
 const helper = spawn(helperBin, [], { stdio: ['pipe', 'pipe', 'inherit'] });
 const answers = new Map<number, () => void>();
 createInterface({ input: helper.stdout }).on('line', (line) => {
@@ -116,7 +111,7 @@ const viaHelper = await burst(
   (file) =>
     new Promise<void>((resolve) => {
       answers.set(++nextId, resolve);
-      helper.stdin.write(`${JSON.stringify({ id: nextId, file, args: [] })}\n`);
+      helper.stdin.write(`${JSON.stringify({ id: nextId, file, args: [], timeoutMs: 60_000 })}\n`);
     }),
 );
 const helperCpuMs = procCpuMs(helper.pid!) - helperCpu0;

@@ -7,8 +7,8 @@
 // - the filesystem went read-only under a writable mount (ext4's errors=remount-ro; newer kernels say
 //   `emergency_ro`), or ext4 has recorded errors since its last check;
 // - the disk image behind the loop device was deleted while the volume is in use.
-import * as fsp from 'node:fs/promises';
 import type { MountEntry } from '../lib/runtime/mountinfo.ts';
+import { blockDeviceName, ext4ErrorCount, readSysfsValue } from '../lib/runtime/sysfs.ts';
 
 export interface VolumeCondition {
   abnormal: boolean;
@@ -24,27 +24,11 @@ interface DeviceNumber {
   minor: number;
 }
 
-async function readSmall(path: string): Promise<string | undefined> {
-  try {
-    return (await fsp.readFile(path, 'utf8')).trim();
-  } catch {
-    return undefined;
-  }
-}
-
-/** The kernel's name of a block device (`loop3`, `nvme0n1`), from its number; undefined if sysfs has none. */
-async function kernelName(sysfs: string, n: DeviceNumber): Promise<string | undefined> {
-  try {
-    const target = await fsp.readlink(`${sysfs}/dev/block/${n.major}:${n.minor}`);
-    return target.split('/').at(-1);
-  } catch {
-    return undefined;
-  }
-}
+const kernelName = (sysfs: string, n: DeviceNumber) => blockDeviceName(sysfs, `${n.major}:${n.minor}`);
 
 /** What is wrong with the block device itself: the image behind a loop device deleted. */
 export async function deviceProblem(n: DeviceNumber, sysfs = '/sys'): Promise<string | undefined> {
-  const backing = await readSmall(`${sysfs}/dev/block/${n.major}:${n.minor}/loop/backing_file`);
+  const backing = await readSysfsValue(`${sysfs}/dev/block/${n.major}:${n.minor}/loop/backing_file`);
   if (backing?.endsWith(DELETED_SUFFIX)) {
     const name = (await kernelName(sysfs, n)) ?? `${n.major}:${n.minor}`;
     return `the disk image behind this volume (${name}) was deleted while the volume is in use: its data goes when the volume is unstaged; copy what you need now`;
@@ -59,7 +43,7 @@ export async function filesystemCondition(m: MountEntry, sysfs = '/sys'): Promis
   const wentReadOnly = m.superOptions.includes('emergency_ro') || (m.superOptions.includes('ro') && !m.options.includes('ro'));
   if (wentReadOnly) problems.push(`the ${m.fsType} filesystem on this volume (${name}) went read-only after IO errors`);
   if (m.fsType === 'ext4' || m.fsType === 'ext3') {
-    const errors = Number(await readSmall(`${sysfs}/fs/ext4/${name}/errors_count`));
+    const errors = await ext4ErrorCount(sysfs, name);
     if (errors > 0) problems.push(`ext4 has recorded ${errors} error${errors === 1 ? '' : 's'} on it since its last check`);
   }
   const device = await deviceProblem(m, sysfs);

@@ -1,3 +1,0 @@
-module nodedisks.example.com/bench/spawnhelper
-
-go 1.25
