@@ -1,5 +1,6 @@
-// A disk's health as the kernel has seen it, for status.node.health: the agent reads it at every reconcile
-// from sysfs, which anyone may read (it has no device access, ADR 10), and reports it only when it changed.
+// A disk's health as the kernel has seen it, for status.node.health: the agent reads it from sysfs, which
+// anyone may read (it has no device access, ADR 10), at every reconcile of a drive and of an image a volume
+// may be staged from (./reconcile-disk.ts), and reports it only when it changed.
 //
 // The devices are found by what they are, never by a path: an image's loop devices from the node side's live
 // staged records (./loop-attached.ts: the image's inode, the device's sequence number, this boot), a drive's
@@ -24,9 +25,6 @@ export interface KernelProblem {
   reason: (typeof HEALTH_REASON)['filesystemErrors' | 'ioErrors'];
   text: string;
 }
-
-/** The kernel's name of a block device (`loop3`, `sdb`) from its number, `major:minor`; undefined when sysfs has none. */
-export const kernelNameOf = (deviceNumber: string, sysRoot: string) => blockDeviceName(sysRoot, deviceNumber);
 
 /** What the kernel has seen go wrong on one block device, by its kernel name (`what` names it in words). */
 export async function deviceProblems(kernelName: string, what: string, sysRoot: string): Promise<KernelProblem[]> {
@@ -58,7 +56,7 @@ export interface HealthSource {
 /** What the kernel has seen go wrong on the disk's devices now. Throws when the staged records cannot be read. */
 export async function kernelProblems(s: HealthSource): Promise<KernelProblem[]> {
   if (s.driveDevice !== undefined) {
-    const name = await kernelNameOf(s.driveDevice, s.sysRoot);
+    const name = await blockDeviceName(s.sysRoot, s.driveDevice);
     return name ? deviceProblems(name, `the drive (${name})`, s.sysRoot) : [];
   }
   const loops = await loopDevicesHolding(s.diskDir, s.diskID, { sysBlock: `${s.sysRoot}/block`, bootIdFile: s.bootIdFile });

@@ -236,9 +236,6 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
   if (!file && ignored) next = { ...next, phase: 'Error', message: `disk image ${hostPath} ${ignored.reason}` };
   if (waitingToWipe) next = { ...next, phase: 'Wiping', message: waitingToWipe };
   if (ctx.nodeUID !== undefined) next = { ...next, nodeUID: ctx.nodeUID };
-  // What the image may hold: a reservation's bytes from the moment it is reserved until a wipe (ADR 38),
-  // and whatever was written to it that the agent never saw reserved (a reservation made and released
-  // while it was down, an image renamed from a disk that held a volume): bytes allocated to the image.
   // What the kernel has seen go wrong on it; a failure stays until a person marks it checked (./disk-health.ts).
   const health = file
     ? judgeHealth({
@@ -250,6 +247,9 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
       })
     : nd.status?.node?.health;
   if (health) next = { ...next, health };
+  // What the image may hold: a reservation's bytes from the moment it is reserved until a wipe (ADR 38),
+  // and whatever was written to it that the agent never saw reserved (a reservation made and released
+  // while it was down, an image renamed from a disk that held a volume): bytes allocated to the image.
   const wipedFor = wipedNow ?? nd.status?.node?.wipedFor;
   if (wipedFor !== undefined) next = { ...next, wipedFor };
   // A drive's bytes cannot be seen from here: one never wiped since it was found may hold anything.
