@@ -47,7 +47,8 @@ async function execute(session: Session, args: CordonArgs, cordon: boolean): Pro
     if (mode !== 'client') {
       const metadata = {
         ...(is !== cordon ? { labels: { [LABEL_CORDONED]: cordon ? CORDONED_VALUE : null } } : {}),
-        ...(review ? { annotations: { [ANNOTATION_HEALTH_REVIEWED]: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } : {}),
+        // The failure's own start, not this machine's clock: a clock behind the node's would mark nothing.
+        ...(review ? { annotations: { [ANNOTATION_HEALTH_REVIEWED]: nd.status?.node?.health?.since ?? new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } : {}),
       };
       await client.mergePatch(nd.metadata.name ?? '', { metadata }, { fieldManager, dryRun: mode === 'server' });
     }
@@ -77,7 +78,7 @@ export const cordonCommand: CommandSpec<CordonArgs> = {
 export const uncordonCommand: CommandSpec<CordonArgs> = {
   name: 'uncordon',
   summary: 'Put cordoned disks back in service',
-  description: `Remove the label ${LABEL_CORDONED} from NodeDisks: they are handed out again when free. A disk its node agent saw failing (condition Healthy=False) is marked checked (annotation ${ANNOTATION_HEALTH_REVIEWED}, the time now): the failures seen so far no longer keep it out of service. With -l/--node every match is uncordoned.`,
+  description: `Remove the label ${LABEL_CORDONED} from NodeDisks: they are handed out again when free. A disk its node agent saw failing (condition Healthy=False) is marked checked (annotation ${ANNOTATION_HEALTH_REVIEWED}, the time its failure began): that failure no longer keeps it out of service, a later one does. With -l/--node every match is uncordoned.`,
   positionals: [{ name: 'names', describe: 'NodeDisk names', variadic: true }],
   flags: FLAGS,
   examples: [

@@ -170,7 +170,8 @@ test.serial("writes failing under a claim's volume: Healthy=False, a Warning on 
   const plugin = await execResult('kubectl', ['nodedisks', 'uncordon', DISK], { env: { PATH: `${BIN}:${process.env.PATH}`, KUBECONFIG: controlPlane().admin().kubeconfig } });
   t.is(plugin.code, 0, plugin.stderr);
   t.is(plugin.stdout, `nodedisk.localtest.example.com/${DISK} uncordoned (its failure marked checked)\n`);
-  t.truthy((await disks().get(DISK)).metadata.annotations?.[ANNOTATION_HEALTH_REVIEWED]);
+  // Marked checked as of the failure's own start, by the node's clock, not the person's.
+  t.is((await disks().get(DISK)).metadata.annotations?.[ANNOTATION_HEALTH_REVIEWED], failed?.since);
   const bound = await eventually('the next claim Bound to the disk', () => claimIn('db2', 'Bound'), 30_000);
   t.is(bound.status?.diskName, DISK);
   await eventually('the failure dropped from the report and the condition', async () => {
