@@ -6,7 +6,8 @@
 // down and its disks wiped before the next. `sudo npm run bench:csi`; the figures are appended to
 // bench/results/csi-pods.jsonl. CSI_NODE_OPTIONS=<flags> runs `csi-node` with that NODE_OPTIONS instead of
 // the shipped one (kustomize/agent/daemonset.yaml), e.g. CSI_NODE_OPTIONS= (empty) for V8's defaults.
-// CSI_TOOL_RUNNER=1 runs `csi-node` with --tool-runner (its tools started by nodedisks-toolrunner, ADR 48).
+// CSI_TOOL_RUNNER=1 runs `csi-node` with --tool-runner (its tools started by nodedisks-toolrunner, ADR 48);
+// CSI_FORMATS_AT_ONCE=<n> with --formats-at-once=<n> (mkfs runs at once on a node).
 // KEEP_LOGS=1 keeps the cluster's logs (the pods' and the kubelets') of a run that passed too, to read the
 // provisioner's and the drivers' own account of a round.
 import { spawn } from 'node:child_process';
@@ -28,6 +29,7 @@ const COUNTS = (process.env.COUNTS ?? '30,100').split(',').map(Number);
 const CSI_NODE_OPTIONS = process.env.CSI_NODE_OPTIONS;
 const KEEP_LOGS = process.env.KEEP_LOGS === '1';
 const CSI_TOOL_RUNNER = process.env.CSI_TOOL_RUNNER === '1';
+const CSI_FORMATS_AT_ONCE = process.env.CSI_FORMATS_AT_ONCE;
 const MiB = 2 ** 20;
 /** Disk images added on each node: enough for the largest round, with a spare each. */
 const PER_NODE = Math.ceil(Math.max(...COUNTS) / NODE_NAMES.length) + 3;
@@ -38,6 +40,7 @@ const record = startRecord('csi-pods', {
   diskMiB: DISK_BYTES / MiB,
   ...(CSI_NODE_OPTIONS !== undefined ? { csiNodeOptions: CSI_NODE_OPTIONS } : {}),
   ...(CSI_TOOL_RUNNER ? { csiToolRunner: true } : {}),
+  ...(CSI_FORMATS_AT_ONCE ? { csiFormatsAtOnce: Number(CSI_FORMATS_AT_ONCE) } : {}),
 });
 const { dataDir, env } = clusterEnv();
 const kubectl = (await ensureBinaries()).kubectl;
@@ -415,15 +418,16 @@ const run = startCluster(env);
 let failed = false;
 try {
   await waitForOutput(run, UP, 40 * 60_000);
-  if (CSI_TOOL_RUNNER) {
-    await k(['-n', 'node-disks-system', 'set', 'env', 'daemonset/node-disks-agent', '-c', 'csi-node', `TOOL_RUNNER=${CSI_IMAGE.toolRunner.path}`]);
+  // csi-node's environment as this run asks, set at once (one rollout).
+  const csiNodeEnv = [
+    ...(CSI_TOOL_RUNNER ? [`TOOL_RUNNER=${CSI_IMAGE.toolRunner.path}`] : []),
+    ...(CSI_FORMATS_AT_ONCE ? [`FORMATS_AT_ONCE=${CSI_FORMATS_AT_ONCE}`] : []),
+    ...(CSI_NODE_OPTIONS !== undefined ? [`NODE_OPTIONS=${CSI_NODE_OPTIONS}`] : []),
+  ];
+  if (csiNodeEnv.length) {
+    await k(['-n', 'node-disks-system', 'set', 'env', 'daemonset/node-disks-agent', '-c', 'csi-node', ...csiNodeEnv]);
     await k(['-n', 'node-disks-system', 'rollout', 'status', 'daemonset/node-disks-agent', '--timeout=300s']);
-    console.log(`csi-node starts its tools through ${CSI_IMAGE.toolRunner.path}`);
-  }
-  if (CSI_NODE_OPTIONS !== undefined) {
-    await k(['-n', 'node-disks-system', 'set', 'env', 'daemonset/node-disks-agent', '-c', 'csi-node', `NODE_OPTIONS=${CSI_NODE_OPTIONS}`]);
-    await k(['-n', 'node-disks-system', 'rollout', 'status', 'daemonset/node-disks-agent', '--timeout=300s']);
-    console.log(`csi-node runs with NODE_OPTIONS=${CSI_NODE_OPTIONS}`);
+    console.log(`csi-node runs with ${csiNodeEnv.join(' ')}`);
   }
   seedNodeUniqueDisks(
     dataDir,

@@ -7,6 +7,7 @@ import { nodeNameProblem } from '../api/names.ts';
 import { parseAddress } from '../lib/runtime/server.ts';
 import { parseLevel, type Level } from '../lib/runtime/log.ts';
 import { daemonConfig, daemonFlags, stopIfHelp, strictFlags } from '../lib/runtime/flags.ts';
+import { DEFAULT_FORMATS_AT_ONCE } from './node-devices.ts';
 
 export interface ControllerSideConfig {
   side: 'controller';
@@ -35,6 +36,8 @@ export interface NodeSideConfig {
   logLevel: Level;
   /** nodedisks-toolrunner's path, which then starts the tools ('': csi-node starts them itself). */
   toolRunner: string;
+  /** mkfs runs at once; the others wait their turn. */
+  formatsAtOnce: number;
 }
 
 /** A unix socket path from `/path`, `unix:/path` or `unix:///path` (how the sidecars and kubelet write it). */
@@ -109,7 +112,13 @@ export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.
         default: env.TOOL_RUNNER ?? '',
         describe: "nodedisks-toolrunner's path: it starts the storage tools, so that their forks never hold this process ('': this process starts them)",
       })
-      .requiresArg(['csi-address', 'node-name', 'disk-dir', 'by-id-dir', 'http-address', 'log-level']),
+      .option('formats-at-once', {
+        type: 'string',
+        default: env.FORMATS_AT_ONCE ?? String(DEFAULT_FORMATS_AT_ONCE),
+        defaultDescription: 'the cores this process may use',
+        describe: 'mkfs runs at once on this node; volumes staged meanwhile wait their turn, first come first formatted',
+      })
+      .requiresArg(['csi-address', 'node-name', 'disk-dir', 'by-id-dir', 'http-address', 'log-level', 'formats-at-once']),
   ).parseSync();
   stopIfHelp(a);
   if (!a['csi-address']) throw new Error('--csi-address is required (the kubelet dials /var/lib/kubelet/plugins/<driver>/csi.sock)');
@@ -119,6 +128,7 @@ export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.
   if (problem) throw new Error(`invalid NODE_NAME: ${problem}`);
   for (const flag of ['disk-dir', 'by-id-dir'] as const) if (!a[flag].startsWith('/')) throw new Error(`--${flag} must be an absolute path, got ${JSON.stringify(a[flag])}`);
   if (a['tool-runner'] && !a['tool-runner'].startsWith('/')) throw new Error(`--tool-runner must be an absolute path (or '' for none), got ${JSON.stringify(a['tool-runner'])}`);
+  if (!/^[1-9]\d{0,5}$/.test(a['formats-at-once'])) throw new Error(`--formats-at-once must be a positive integer (mkfs runs at once), got ${JSON.stringify(a['formats-at-once'])}`);
   parseAddress(a['http-address']);
   return {
     side,
@@ -130,5 +140,6 @@ export function parseCsiConfig(argv: string[], env: NodeJS.ProcessEnv = process.
     httpAddress: a['http-address'],
     logLevel: parseLevel(a['log-level']),
     toolRunner: a['tool-runner'],
+    formatsAtOnce: Number(a['formats-at-once']),
   };
 }

@@ -2,7 +2,9 @@
 // filesystem, or its device node bound onto a file), unmounting, probing, formatting, and detaching a
 // device once no mount uses it. A device is known by its numbers, never by a name.
 import * as fsp from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
+import pLimit from 'p-limit';
 import { detachLoop, listLoopDevices, type LoopDevice, sameAttachment } from './loop.ts';
 import { type MountEntry, readMounts, topMountAt } from '../lib/runtime/mountinfo.ts';
 import { SYS_BLOCK, splitDeviceNumber } from '../api/staged-record.ts';
@@ -107,7 +109,24 @@ export async function probe(device: string): Promise<Probe> {
   return { kind: 'other', what: pt ? `a ${pt} partition table` : 'a signature blkid names no type for' };
 }
 
-export async function format(fsType: string, device: string): Promise<void> {
+/** Formats at once when nothing says otherwise: one a core. */
+export const DEFAULT_FORMATS_AT_ONCE = availableParallelism();
+let formats = pLimit(DEFAULT_FORMATS_AT_ONCE);
+
+/**
+ * How many mkfs runs this node side lets run at once; the others wait their turn, first asked first run.
+ * Sharing the cores among every stage of a burst finishes them all late; in turn, most finish early.
+ */
+export function setFormatsAtOnce(n: number): void {
+  formats = pLimit(n);
+}
+
+export function format(fsType: string, device: string): Promise<void> {
+  // Its time limit counts from its own start, not from the wait for its turn.
+  return formats(() => formatNow(fsType, device));
+}
+
+async function formatNow(fsType: string, device: string): Promise<void> {
   // -F: mke2fs would otherwise ask before formatting a whole device, and nobody answers. The device was
   // probed blank just before, so nothing is overwritten; mkfs.xfs refuses an existing signature anyway.
   const args = fsType === 'xfs' ? ['-q', device] : ['-F', '-q', device];

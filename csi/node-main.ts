@@ -10,6 +10,7 @@ import type { NodeSideConfig } from './config.ts';
 import { DriveWiper } from './drive-wiper.ts';
 import { identityHandlers } from './identity.ts';
 import { NodeService } from './node-service.ts';
+import { setFormatsAtOnce } from './node-devices.ts';
 import * as volumes from './node-volumes.ts';
 import { identityService, nodeService } from './proto/load.ts';
 import { Registration, registrationSocket } from './registration.ts';
@@ -25,6 +26,7 @@ export async function runNodeSide(config: NodeSideConfig, log: Logger, stopping:
     });
     await useToolRunner(config.toolRunner);
   }
+  setFormatsAtOnce(config.formatsAtOnce);
   const registration = config.registrationDir ? new Registration({ endpoint: config.csiAddress, log }) : undefined;
   const service = new NodeService({ nodeName: config.nodeName, diskDir: config.diskDir, byIdDir: config.byIdDir, volumes });
   // Before any call is served, so that nothing is being staged meanwhile: records whose device was detached
@@ -55,6 +57,7 @@ export async function runNodeSide(config: NodeSideConfig, log: Logger, stopping:
     csiAddress: config.csiAddress,
     registrationDir: config.registrationDir || '(none)',
     toolRunner: config.toolRunner || '(none: tools started by this process)',
+    formatsAtOnce: config.formatsAtOnce,
     httpPort: server.port,
   });
   await new Promise<void>((resolve) => stopping.addEventListener('abort', () => resolve(), { once: true }));

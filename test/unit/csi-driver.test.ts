@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import test from 'ava';
 import { checkCapabilities, fsTypeOf } from '../../csi/capabilities.ts';
 import { parseCsiConfig, socketPath } from '../../csi/config.ts';
@@ -73,4 +74,19 @@ test('node-disks-csi node: the tool runner is off unless given, by flag or $TOOL
   t.throws(() => parseCsiConfig([...base, '--tool-runner=nodedisks-toolrunner'], { NODE_NAME: 'n1' }), {
     message: /--tool-runner must be an absolute path \(or '' for none\), got "nodedisks-toolrunner"/,
   });
+});
+
+test('node-disks-csi node: mkfs runs at once default to the cores; a flag or $FORMATS_AT_ONCE sets them, and anything but a positive integer is refused naming the flag', (t) => {
+  const base = ['node', '--csi-address=/x.sock'];
+  const formats = (argv: string[], env: NodeJS.ProcessEnv) => (parseCsiConfig(argv, { NODE_NAME: 'n1', ...env }) as { formatsAtOnce: number }).formatsAtOnce;
+  t.is(formats(base, {}), availableParallelism());
+  t.is(formats(base, { FORMATS_AT_ONCE: '3' }), 3);
+  t.is(formats([...base, '--formats-at-once=1'], { FORMATS_AT_ONCE: '3' }), 1);
+  for (const [argv, env, shown] of [
+    [[...base, '--formats-at-once=0'], {}, '"0"'],
+    [[...base, '--formats-at-once=1.5'], {}, '"1.5"'],
+    [base, { FORMATS_AT_ONCE: 'many' }, '"many"'],
+  ] as const) {
+    t.throws(() => parseCsiConfig([...argv], { NODE_NAME: 'n1', ...env }), { message: `--formats-at-once must be a positive integer (mkfs runs at once), got ${shown}` });
+  }
 });
