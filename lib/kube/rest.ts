@@ -123,8 +123,17 @@ export class RestClient {
     return url;
   }
 
-  /** Opens a request and resolves with the response once headers arrive. Errors carry the Status body. */
-  async open(method: string, path: string, init: RequestInit = {}): Promise<IncomingMessage> {
+  /**
+   * Opens a request and resolves with the response once headers arrive. Errors carry the Status body.
+   * A request cut before any answer on a kept-alive connection (the server closed it as idle while the
+   * request left, so it never read it) is sent once more on a new connection, as Node's docs advise; a
+   * POST is not, because a server that did act on it would create twice.
+   */
+  open(method: string, path: string, init: RequestInit = {}): Promise<IncomingMessage> {
+    return this.openOnce(method, path, init, method !== 'POST');
+  }
+
+  private async openOnce(method: string, path: string, init: RequestInit, mayResend: boolean): Promise<IncomingMessage> {
     const url = this.url(path, init.query);
     const auth = await this.access.headers();
     const agent = await this.agent();
@@ -163,6 +172,7 @@ export class RestClient {
       req.on('error', (err: Error & { code?: string }) => {
         timeout.clear();
         if (err === refused || err.name === 'AbortError') reject(err);
+        else if (mayResend && !response && req.reusedSocket && err.code === 'ECONNRESET') resolve(this.openOnce(method, path, init, false));
         else fail(this.transportError(err));
       });
       req.once('proxyConnect', (answer: { statusCode?: number; statusText?: string }) => {
