@@ -18,17 +18,23 @@ async function until(what: string, ok: () => Promise<boolean>, ms = 10_000): Pro
 
 test('at most N mkfs runs at once; the rest start first asked first run, as each one ends', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'nodedisks-formats-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  let runs: Promise<void>[] = [];
   const log = join(dir, 'log');
   const go = join(dir, 'go');
-  await writeFile(join(dir, 'mkfs.turns'), `#!/bin/sh\necho "start $3" >> ${log}\nwhile [ ! -e ${go} ]; do sleep 0.02; done\necho "end $3" >> ${log}\n`, { mode: 0o755 });
+  // A failed check must not leave the stand-ins waiting: they end once the word is given or the dir is gone.
+  t.teardown(async () => {
+    await writeFile(go, '').catch(() => undefined);
+    await Promise.allSettled(runs);
+    await rm(dir, { recursive: true, force: true });
+  });
+  await writeFile(join(dir, 'mkfs.turns'), `#!/bin/sh\necho "start $3" >> ${log}\nwhile [ ! -e ${go} ] && [ -d ${dir} ]; do sleep 0.05; done\necho "end $3" >> ${log}\n`, { mode: 0o755 });
   process.env.PATH = `${dir}:${process.env.PATH}`;
   const lines = async () => (existsSync(log) ? (await readFile(log, 'utf8')).trim().split('\n') : []);
   const started = async () => (await lines()).filter((l) => l.startsWith('start '));
 
   setFormatsAtOnce(2);
   const devices = ['d1', 'd2', 'd3', 'd4', 'd5', 'd6'];
-  const runs = devices.map((d) => format('turns', d));
+  runs = devices.map((d) => format('turns', d));
   await until('two runs started', async () => (await started()).length === 2);
   // Nothing ends while the word is not given, so a third start now would be past the bound.
   await new Promise((r) => setTimeout(r, 300));
