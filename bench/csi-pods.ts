@@ -20,6 +20,7 @@ import { clusterEnv, collectPodLogs, keepLogs, seedNodeUniqueDisks, startCluster
 import { NODE_NAMES } from '../hack/cluster/topology.ts';
 import { ensureBinaries } from '../hack/controlplane/binaries.ts';
 import { pvOwner } from '../csi/controller-service.ts';
+import { type CallHistograms, combine, parseCallHistograms, quantileOf } from './lib/call-histogram.ts';
 import { quantile } from './lib/samples.ts';
 import { type KubeletVolumeTimes, kubeletVolumeTimes, type Step, step } from './lib/volume-timeline.ts';
 import { startRecord } from './lib/results.ts';
@@ -133,7 +134,46 @@ interface Round {
   provisioning?: Step[];
   /** PVC rounds: from each PV released (its claim deleted) to its disk wiped and Available, step by step. */
   freeAgain?: Step[];
+  /** PVC rounds: the CSI calls as the driver timed them, until every pod ran and in the teardown. */
+  driverCalls?: { bringUp: DriverCall[]; teardown: DriverCall[] };
 }
+
+type DriverCall = {
+  call: string;
+  count: number;
+  p50Ms?: number;
+  p95Ms?: number;
+};
+
+/** The driver's call histograms now: the CSI controller's and every node side's, by pod. */
+async function scrapeDriver(): Promise<Map<string, CallHistograms>> {
+  const pods = (await k(['-n', 'node-disks-system', 'get', 'pods', '-o', 'jsonpath={range .items[*]}{.metadata.name} {.metadata.labels.app\\.kubernetes\\.io/name}{"\\n"}{end}']))
+    .trim()
+    .split('\n')
+    .map((l) => l.split(' '));
+  const ports: Record<string, number> = { 'node-disks-csi-controller': 8082, 'node-disks-agent': 8083 };
+  const out = new Map<string, CallHistograms>();
+  for (const [pod = '', app = ''] of pods) {
+    const port = ports[app];
+    if (port) out.set(pod, parseCallHistograms(await k(['get', '--raw', `/api/v1/namespaces/node-disks-system/pods/${pod}:${port}/proxy/metrics`])));
+  }
+  return out;
+}
+
+function driverCalls(after: Map<string, CallHistograms>, before: Map<string, CallHistograms>): DriverCall[] {
+  const calls = combine([...after].map(([pod, h]) => ({ after: h, before: before.get(pod) })));
+  return [...calls]
+    .filter(([key]) => !/^(Probe|GetPluginInfo|GetPluginCapabilities|NodeGetInfo|NodeGetCapabilities|ControllerGetCapabilities) /.test(key))
+    .map(([call, h]) => {
+      const p50 = quantileOf(h, 0.5);
+      const p95 = quantileOf(h, 0.95);
+      return { call, count: h.count, ...(p50 !== undefined ? { p50Ms: Math.round(p50 * 1000) } : {}), ...(p95 !== undefined ? { p95Ms: Math.round(p95 * 1000) } : {}) };
+    })
+    .sort((a, b) => a.call.localeCompare(b.call));
+}
+
+const showCalls = (title: string, calls: DriverCall[]) =>
+  console.log(`  ${title}: ${calls.map((c) => `${c.call} ×${c.count} ${((c.p50Ms ?? 0) / 1000).toFixed(1)}/${((c.p95Ms ?? 0) / 1000).toFixed(1)} s`).join(', ')} (p50/p95 from the buckets)`);
 
 /** What the kubelets logged for each PV so far. */
 function kubeletTimes(): Map<string, KubeletVolumeTimes> {
@@ -157,6 +197,7 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   const file = join(dataDir, `${ns}.json`);
   writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
   const before = await writes();
+  const driverBefore = volume === 'pvc' ? await scrapeDriver() : undefined;
   const cpuBefore = cpuByProgram();
   const running = new Map<string, number>();
   const scheduled = new Map<string, number>();
@@ -197,6 +238,7 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   await waitFor(`${count} pods Running in ${ns}`, 15, async () => running.size >= count);
   const took = diff(await writes(), before);
   const cpu = cpuUsed(cpuByProgram(), cpuBefore);
+  const driverUp = driverBefore ? await scrapeDriver() : undefined;
   const times = [...running.values()].map((t) => t - t0);
   let provisioning: Step[] | undefined;
   if (volume === 'pvc') {
@@ -279,6 +321,10 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
     `  ${volume} ${count}: the last of its containers went ${(shimsMs / 1000).toFixed(0)} s after its disks were free${leaked.length ? `; shims left with no container: ${leaked.map((x) => x.pid).join(', ')}` : ''}`,
   );
   let freeAgain: Step[] | undefined;
+  let driver: Round['driverCalls'];
+  if (volume === 'pvc' && driverBefore && driverUp) {
+    driver = { bringUp: driverCalls(driverUp, driverBefore), teardown: driverCalls(await scrapeDriver(), driverUp) };
+  }
   if (volume === 'pvc') {
     await sleep(2000);
     for (const stop of stops.splice(0)) stop();
@@ -310,6 +356,7 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
     cpuSeconds: cpu,
     ...(provisioning ? { provisioning } : {}),
     ...(freeAgain ? { freeAgain } : {}),
+    ...(driver ? { driverCalls: driver } : {}),
   };
   console.log(
     `${String(count).padStart(3)} pods, ${volume.padEnd(8)}: Running p50 ${(r.p50Ms / 1000).toFixed(1)} s, p95 ${(r.p95Ms / 1000).toFixed(1)} s, last ${(r.lastMs / 1000).toFixed(1)} s; ` +
@@ -325,6 +372,10 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   );
   if (provisioning) showSteps('provisioning', provisioning);
   if (freeAgain) showSteps('free again', freeAgain);
+  if (driver) {
+    showCalls("the driver's own time for its calls until every pod ran", driver.bringUp);
+    showCalls("the driver's own time for its calls in the teardown", driver.teardown);
+  }
   return r;
 }
 

@@ -12,12 +12,12 @@ import { loadKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { RestClient } from '../lib/kube/rest.ts';
 import type { opsServerOrExit } from '../lib/runtime/daemon.ts';
 import type { Logger } from '../lib/runtime/log.ts';
-import { Registry } from '../lib/runtime/prom-client.ts';
 import type { ControllerSideConfig } from './config.ts';
 import { ControllerService } from './controller-service.ts';
 import { identityHandlers } from './identity.ts';
 import { controllerService, identityService } from './proto/load.ts';
 import { serve } from './server.ts';
+import { csiMetrics } from './metrics.ts';
 
 export async function runControllerSide(config: ControllerSideConfig, log: Logger, stopping: AbortSignal, ops: typeof opsServerOrExit): Promise<void> {
   const access = loadKubeConfig({ kubeconfig: config.kubeconfig });
@@ -44,7 +44,8 @@ export async function runControllerSide(config: ControllerSideConfig, log: Logge
     return heartbeats.readiness();
   };
   const service = new ControllerService({ allocator, disks, log, notReady, agents });
-  const server = await ops({ address: config.httpAddress, registry: new Registry(), healthz: () => undefined, readyz: notReady });
+  const metrics = csiMetrics();
+  const server = await ops({ address: config.httpAddress, registry: metrics.registry, healthz: () => undefined, readyz: notReady });
   const stop = await serve(
     config.csiAddress,
     [
@@ -52,6 +53,7 @@ export async function runControllerSide(config: ControllerSideConfig, log: Logge
       { definition: controllerService, handlers: service.handlers },
     ],
     log,
+    metrics.calls,
   );
   log.info('serving CSI', { side: 'controller', csiAddress: config.csiAddress, httpPort: server.port });
   await Promise.all([informer.run(stopping), heartbeats.run(stopping)]);

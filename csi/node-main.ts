@@ -5,7 +5,6 @@ import { access } from 'node:fs/promises';
 import pkg from '../package.json' with { type: 'json' };
 import type { opsServerOrExit } from '../lib/runtime/daemon.ts';
 import type { Logger } from '../lib/runtime/log.ts';
-import { Registry } from '../lib/runtime/prom-client.ts';
 import type { NodeSideConfig } from './config.ts';
 import { DriveWiper } from './drive-wiper.ts';
 import { identityHandlers } from './identity.ts';
@@ -16,6 +15,7 @@ import { identityService, nodeService } from './proto/load.ts';
 import { Registration, registrationSocket } from './registration.ts';
 import { useToolRunner } from './run-tool.ts';
 import { serve } from './server.ts';
+import { csiMetrics } from './metrics.ts';
 import { pruneStaleRecords } from './staged-records.ts';
 
 export async function runNodeSide(config: NodeSideConfig, log: Logger, stopping: AbortSignal, ops: typeof opsServerOrExit): Promise<void> {
@@ -40,7 +40,8 @@ export async function runNodeSide(config: NodeSideConfig, log: Logger, stopping:
   const wiper = new DriveWiper({ diskDir: config.diskDir, byIdDir: config.byIdDir, log: log.with({ loop: 'drive-wipes' }), sweepMs: 60_000 });
   wiper.start();
   const notReady = () => registration?.problem();
-  const server = await ops({ address: config.httpAddress, registry: new Registry(), healthz: () => undefined, readyz: notReady });
+  const metrics = csiMetrics();
+  const server = await ops({ address: config.httpAddress, registry: metrics.registry, healthz: () => undefined, readyz: notReady });
   const stopCsi = await serve(
     config.csiAddress,
     [
@@ -48,6 +49,7 @@ export async function runNodeSide(config: NodeSideConfig, log: Logger, stopping:
       { definition: nodeService, handlers: service.handlers },
     ],
     log,
+    metrics.calls,
   );
   // Registered last: the kubelet dials the CSI socket as soon as it has the registration's answer.
   const stopRegistration = registration ? await serve(registrationSocket(config.registrationDir), [registration.service()], log) : undefined;

@@ -28,6 +28,7 @@ const controlPlane = useControlPlane(test);
 const MiB = 2 ** 20;
 const [A, B, C, D, E, F] = ['csi-a', 'csi-b', 'csi-c', 'csi-d', 'csi-e', 'csi-f'];
 let agentE: Program | undefined;
+let csiController: Program;
 const SECRET = 'bytes of the first PV';
 let work = '';
 const programs: Program[] = [];
@@ -79,7 +80,8 @@ test.before(async () => {
   // E's agent renews its heartbeat Lease every second (it lasts 4 s): stopped, it is stale within seconds.
   agentE = await startAgent(controlPlane(), { node: E, diskDir: diskDir(E), logDir, rescanInterval: '1s', heartbeat: '1s' });
   programs.push(agentE);
-  programs.push(await startCsiController(controlPlane(), { logDir, csiAddress: join(work, 'csi.sock') }));
+  csiController = await startCsiController(controlPlane(), { logDir, csiAddress: join(work, 'csi.sock') });
+  programs.push(csiController);
   await eventually('10 Available disks', async () => (await admin().list()).items.filter((d) => d.status?.node?.phase === 'Available').length === 10, 60_000);
   csi = csiClient(join(work, 'csi.sock'), 'Controller');
   await eventually('the CSI controller ready', async () => (await statusOf(csi.call.GetCapacity({ volume_capabilities: [mountCap] }))) === 'OK', 30_000);
@@ -354,3 +356,20 @@ test.serial(
     }
   },
 );
+
+test.serial("each CSI call is timed on the driver's /metrics under the sidecars' histogram names: by full method and Go's status name", async (t) => {
+  const port = Number(/"httpPort":(\d+)/.exec(csiController.logs())?.[1]);
+  const count = async (method: string, code: string) => {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`nodedisks_csi_operations_seconds_count{method_name="/csi.v1.Controller/${method}",grpc_status_code="${code}"}`));
+    return Number(line?.split(' ')[1] ?? 0);
+  };
+  const before = { ok: await count('GetCapacity', 'OK'), exhausted: await count('CreateVolume', 'ResourceExhausted') };
+  await csi.call.GetCapacity({ volume_capabilities: [mountCap] });
+  t.is(await statusOf(create(pvName(), 1024, D)), 'RESOURCE_EXHAUSTED');
+  t.is(await count('GetCapacity', 'OK'), before.ok + 1);
+  t.is(await count('CreateVolume', 'ResourceExhausted'), before.exhausted + 1);
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  t.regex(text, /^# TYPE nodedisks_csi_operations_seconds histogram$/m);
+  t.regex(text, /^process_resident_memory_bytes \d+/m);
+});
