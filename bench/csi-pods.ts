@@ -72,17 +72,34 @@ function diff(after: Map<string, number>, before: Map<string, number>): Record<s
   return out;
 }
 
-/** Each line of a `kubectl get --watch -o jsonpath=…` (one object a line), split on spaces, with the time it arrived. */
+/**
+ * Each line of a `kubectl get --watch -o jsonpath=…` (one object a line), split on spaces, with the time it
+ * arrived. kubectl ends, quietly, when the API server ends the watch (under load it does): it is started
+ * again, and its first lines list every object once more, so a change made meanwhile is seen late, not lost.
+ */
 function watchLines(args: string[], onLine: (fields: string[], at: number) => void) {
-  const child = spawn(kubectl, [`--kubeconfig=${kubeconfig}`, 'get', '--watch', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let rest = '';
-  child.stdout.on('data', (b: Buffer) => {
-    const at = Date.now();
-    const lines = (rest + b.toString()).split('\n');
-    rest = lines.pop() ?? '';
-    for (const l of lines) onLine(l.split(' '), at);
-  });
-  return () => child.kill();
+  let stopped = false;
+  let child: ReturnType<typeof spawn>;
+  const start = () => {
+    child = spawn(kubectl, [`--kubeconfig=${kubeconfig}`, 'get', '--watch', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let rest = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      const at = Date.now();
+      const lines = (rest + b.toString()).split('\n');
+      rest = lines.pop() ?? '';
+      for (const l of lines) onLine(l.split(' '), at);
+    });
+    child.on('exit', () => {
+      if (stopped) return;
+      console.log(`  (kubectl get --watch ${args.join(' ').slice(0, 60)}… ended: started again)`);
+      start();
+    });
+  };
+  start();
+  return () => {
+    stopped = true;
+    child.kill();
+  };
 }
 
 /** The first time each key was seen, in ms since the epoch. */
