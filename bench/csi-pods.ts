@@ -20,7 +20,7 @@ import { clusterEnv, collectPodLogs, keepLogs, seedNodeUniqueDisks, startCluster
 import { NODE_NAMES } from '../hack/cluster/topology.ts';
 import { ensureBinaries } from '../hack/controlplane/binaries.ts';
 import { pvOwner } from '../csi/controller-service.ts';
-import { type CallHistograms, combine, parseCallHistograms, quantileOf } from './lib/call-histogram.ts';
+import { type CallHistograms, combine, parseCallHistograms, parseHistograms, quantileOf, slowerThan } from './lib/call-histogram.ts';
 import { quantile } from './lib/samples.ts';
 import { type KubeletVolumeTimes, kubeletVolumeTimes, type Step, step } from './lib/volume-timeline.ts';
 import { startRecord } from './lib/results.ts';
@@ -153,6 +153,24 @@ interface Round {
   freeAgain?: Step[];
   /** PVC rounds: the CSI calls as the driver timed them, until every pod ran and in the teardown. */
   driverCalls?: { bringUp: DriverCall[]; teardown: DriverCall[] };
+  /** PVC rounds: how long the API server queued requests (Priority and Fairness), by priority level. */
+  apiQueueWait?: QueueWait[];
+}
+
+type QueueWait = { level: string; requests: number; p95Ms?: number; over10s: number };
+
+/** The API server's queue wait (API Priority and Fairness) of the requests it ran, by priority level. */
+async function scrapeQueueWait(): Promise<CallHistograms> {
+  return parseHistograms(await k(['get', '--raw', '/metrics']), 'apiserver_flowcontrol_request_wait_duration_seconds', (labels) =>
+    labels.get('execute') === 'true' ? (labels.get('priority_level') ?? '') : `${labels.get('priority_level') ?? ''} (rejected)`,
+  );
+}
+
+function queueWaits(after: CallHistograms, before: CallHistograms): QueueWait[] {
+  return [...combine([{ after, before }])].map(([level, h]) => {
+    const p95 = quantileOf(h, 0.95);
+    return { level, requests: h.count, ...(p95 !== undefined ? { p95Ms: Math.round(p95 * 1000) } : {}), over10s: slowerThan(h, 10) };
+  });
 }
 
 type DriverCall = {
@@ -215,6 +233,7 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
   const before = await writes();
   const driverBefore = volume === 'pvc' ? await scrapeDriver() : undefined;
+  const queueBefore = volume === 'pvc' ? await scrapeQueueWait() : undefined;
   const cpuBefore = cpuByProgram();
   const running = new Map<string, number>();
   const scheduled = new Map<string, number>();
@@ -339,8 +358,10 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   );
   let freeAgain: Step[] | undefined;
   let driver: Round['driverCalls'];
-  if (volume === 'pvc' && driverBefore && driverUp) {
+  let apiQueueWait: QueueWait[] | undefined;
+  if (volume === 'pvc' && driverBefore && driverUp && queueBefore) {
     driver = { bringUp: driverCalls(driverUp, driverBefore), teardown: driverCalls(await scrapeDriver(), driverUp) };
+    apiQueueWait = queueWaits(await scrapeQueueWait(), queueBefore);
   }
   if (volume === 'pvc') {
     await sleep(2000);
@@ -374,6 +395,7 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
     ...(provisioning ? { provisioning } : {}),
     ...(freeAgain ? { freeAgain } : {}),
     ...(driver ? { driverCalls: driver } : {}),
+    ...(apiQueueWait ? { apiQueueWait } : {}),
   };
   console.log(
     `${String(count).padStart(3)} pods, ${volume.padEnd(8)}: Running p50 ${(r.p50Ms / 1000).toFixed(1)} s, p95 ${(r.p95Ms / 1000).toFixed(1)} s, last ${(r.lastMs / 1000).toFixed(1)} s; ` +
@@ -392,6 +414,13 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   if (driver) {
     showCalls("the driver's own time for its calls until every pod ran", driver.bringUp);
     showCalls("the driver's own time for its calls in the teardown", driver.teardown);
+  }
+  if (apiQueueWait) {
+    console.log(
+      `  the API server's queue wait (Priority and Fairness) over the round: ${apiQueueWait
+        .map((w) => `${w.level} ×${w.requests} p95 ${((w.p95Ms ?? 0) / 1000).toFixed(2)} s, ${w.over10s} over 10 s`)
+        .join('; ')}`,
+    );
   }
   return r;
 }

@@ -1,7 +1,7 @@
-// The CSI driver's call histogram (nodedisks_csi_operations_seconds) as the benches read it: parsed from
-// /metrics text, the calls of one round as the difference of two scrapes (summed over the scraped pods),
-// and a quantile estimated from the buckets the way PromQL's histogram_quantile does (linear within the
-// bucket the rank falls in).
+// Histograms as the benches read them from /metrics text: the CSI driver's calls
+// (nodedisks_csi_operations_seconds), or the API server's queue wait by priority level. One round's
+// share is the difference of two scrapes (summed over the scraped pods), and a quantile is estimated from
+// the buckets the way PromQL's histogram_quantile does (linear within the bucket the rank falls in).
 
 const METRIC = 'nodedisks_csi_operations_seconds';
 
@@ -15,30 +15,37 @@ export interface CallBuckets {
 /** Calls by `method code` (e.g. `CreateVolume OK`), the method's short name. */
 export type CallHistograms = Map<string, CallBuckets>;
 
-const LINE = new RegExp(`^${METRIC}_(bucket|sum|count)\\{([^}]*)\\} (\\S+)$`);
-
 function labelsOf(text: string): Map<string, string> {
   return new Map([...text.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1]!, m[2]!]));
 }
 
-export function parseCallHistograms(text: string): CallHistograms {
+/** Every series of histogram `metric` in /metrics text, keyed by `keyOf` its labels (series of one key add up). */
+export function parseHistograms(text: string, metric: string, keyOf: (labels: Map<string, string>) => string): CallHistograms {
+  const line = new RegExp(`^${metric}_(bucket|sum|count)\\{([^}]*)\\} (\\S+)$`);
   const out: CallHistograms = new Map();
-  for (const line of text.split('\n')) {
-    const m = LINE.exec(line);
+  for (const l of text.split('\n')) {
+    const m = line.exec(l);
     if (!m) continue;
     const labels = labelsOf(m[2]!);
-    const key = `${(labels.get('method_name') ?? '').split('/').pop()} ${labels.get('grpc_status_code') ?? ''}`;
+    const key = keyOf(labels);
     const h = out.get(key) ?? { buckets: [], count: 0, sum: 0 };
     out.set(key, h);
     const value = Number(m[3]);
     if (m[1] === 'bucket') {
       const le = labels.get('le');
-      h.buckets.push([le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le), value]);
-    } else if (m[1] === 'sum') h.sum = value;
-    else h.count = value;
+      const bound = le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le);
+      const same = h.buckets.find(([b]) => b === bound);
+      if (same) same[1] += value;
+      else h.buckets.push([bound, value]);
+    } else if (m[1] === 'sum') h.sum += value;
+    else h.count += value;
   }
   for (const h of out.values()) h.buckets.sort((a, b) => a[0] - b[0]);
   return out;
+}
+
+export function parseCallHistograms(text: string): CallHistograms {
+  return parseHistograms(text, METRIC, (labels) => `${(labels.get('method_name') ?? '').split('/').pop()} ${labels.get('grpc_status_code') ?? ''}`);
 }
 
 /** after − before, per key and bucket; and several pods' histograms summed (the same buckets). */
@@ -77,4 +84,10 @@ export function quantileOf(h: CallBuckets, q: number): number | undefined {
     prevCount = count;
   }
   return prevLe;
+}
+
+/** Calls that took longer than `seconds` (a bucket bound), from the buckets. */
+export function slowerThan(h: CallBuckets, seconds: number): number {
+  const within = h.buckets.find(([le]) => le === seconds)?.[1];
+  return within === undefined ? Number.NaN : h.count - within;
 }

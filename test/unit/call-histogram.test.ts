@@ -2,8 +2,9 @@
 // driver's own registry): per call and answer, a round's calls as the difference of two scrapes summed
 // over pods, and quantiles estimated within the buckets as histogram_quantile does.
 import test from 'ava';
-import { combine, parseCallHistograms, quantileOf } from '../../bench/lib/call-histogram.ts';
+import { combine, parseCallHistograms, parseHistograms, quantileOf, slowerThan } from '../../bench/lib/call-histogram.ts';
 import { csiMetrics } from '../../csi/metrics.ts';
+import { Histogram, Registry } from '../../lib/runtime/prom-client.ts';
 
 async function scrape(observe: (m: ReturnType<typeof csiMetrics>) => void, m = csiMetrics()) {
   observe(m);
@@ -70,4 +71,28 @@ test('quantiles are interpolated within the bucket the rank falls in, and a rank
   t.is(quantileOf(h, 0.95), 9.375);
   t.is(quantileOf({ ...h, buckets: [...h.buckets.slice(0, 3), [Number.POSITIVE_INFINITY, 20]] }, 0.95), 10);
   t.is(quantileOf({ buckets: [[Number.POSITIVE_INFINITY, 0]], count: 0, sum: 0 }, 0.5), undefined);
+});
+
+test("the API server's queue wait by priority level: its flow schemas' series add up, and the waits past a bound are counted from the buckets", async (t) => {
+  const registry = new Registry();
+  const wait = new Histogram({
+    name: 'apiserver_flowcontrol_request_wait_duration_seconds',
+    help: 'as the API server names it',
+    labelNames: ['priority_level', 'flow_schema', 'execute'],
+    buckets: [0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30],
+    registers: [registry],
+  });
+  wait.observe({ priority_level: 'workload-low', flow_schema: 'service-accounts', execute: 'true' }, 0.001);
+  wait.observe({ priority_level: 'workload-low', flow_schema: 'service-accounts', execute: 'true' }, 12);
+  wait.observe({ priority_level: 'workload-low', flow_schema: 'kube-system-service-accounts', execute: 'true' }, 25);
+  wait.observe({ priority_level: 'workload-low', flow_schema: 'service-accounts', execute: 'false' }, 30);
+  wait.observe({ priority_level: 'system', flow_schema: 'system-nodes', execute: 'true' }, 0);
+  const h = parseHistograms(await registry.metrics(), 'apiserver_flowcontrol_request_wait_duration_seconds', (l) =>
+    l.get('execute') === 'true' ? (l.get('priority_level') ?? '') : `${l.get('priority_level')} (rejected)`,
+  );
+  t.deepEqual([...h.keys()].sort(), ['system', 'workload-low', 'workload-low (rejected)']);
+  t.is(h.get('workload-low')?.count, 3);
+  t.is(slowerThan(h.get('workload-low')!, 10), 2);
+  t.is(slowerThan(h.get('system')!, 10), 0);
+  t.true(Number.isNaN(slowerThan(h.get('system')!, 7)));
 });

@@ -333,7 +333,7 @@ test('an image by digest, pull policy and secrets, scheduling, extra labels and 
   t.regex(script, /cd \/srv\/nd\/disks/);
 });
 
-test("monitoring: none by default; the PrometheusRule is the kustomize component's, with its labels and runbook_url under runbookBaseURL", async (t) => {
+test("monitoring: none by default; the PrometheusRule is the kustomize component's, with its labels and runbook_url under runbookBaseURL; the PodMonitor scrapes the agent and csi-node as kustomize's does", async (t) => {
   t.deepEqual(
     (await render()).filter((o) => o.apiVersion.startsWith('monitoring.coreos.com/')),
     [],
@@ -349,6 +349,19 @@ test("monitoring: none by default; the PrometheusRule is the kustomize component
   t.deepEqual(rule.spec, want as unknown as Obj['spec']);
   const podMonitor = (await render(['--set', 'podMonitor.enabled=true'])).find((o) => o.kind === 'PodMonitor')!;
   t.deepEqual((podMonitor.spec as { selector: unknown }).selector, { matchLabels: { 'app.kubernetes.io/name': 'node-disks-agent' } });
+  // The agent's and csi-node's endpoints, as kustomize's PodMonitor has them; without the CSI driver, the agent's only.
+  const kustomizeMonitor = parse(readFileSync(join(REPO_ROOT, 'kustomize/components/prometheus-operator/podmonitor.yaml'), 'utf8'))[0]!;
+  type Endpoints = { podMetricsEndpoints: { port: string }[] };
+  t.deepEqual((podMonitor.spec as Endpoints).podMetricsEndpoints, (kustomizeMonitor.spec as Endpoints).podMetricsEndpoints);
+  t.deepEqual(
+    (kustomizeMonitor.spec as Endpoints).podMetricsEndpoints.map((e) => e.port),
+    ['http-metrics', 'csi-node-http'],
+  );
+  const withoutCsi = (await render(['--set', 'podMonitor.enabled=true', '--set', 'csi.enabled=false'])).find((o) => o.kind === 'PodMonitor')!;
+  t.deepEqual(
+    (withoutCsi.spec as Endpoints).podMetricsEndpoints.map((e) => e.port),
+    ['http-metrics'],
+  );
 });
 
 test("dashboards: none by default; the ConfigMap carries kustomize's dashboard JSON as it is, with the sidecar's label, the annotations and its own namespace", async (t) => {
