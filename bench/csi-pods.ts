@@ -155,6 +155,8 @@ interface Round {
   driverCalls?: { bringUp: DriverCall[]; teardown: DriverCall[] };
   /** PVC rounds: how long the API server queued requests (Priority and Fairness), by priority level. */
   apiQueueWait?: QueueWait[];
+  /** Seconds each program waited, runnable, for a CPU: until every pod ran, and from the delete to every disk free. */
+  cpuWaitSeconds: { bringUp: Record<string, number>; teardown: Record<string, number> };
 }
 
 type QueueWait = { level: string; requests: number; p95Ms?: number; over10s: number };
@@ -233,6 +235,7 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
   const before = await writes();
   const driverBefore = volume === 'pvc' ? await scrapeDriver() : undefined;
+  const waitBefore = runWaitByProgram();
   const queueBefore = volume === 'pvc' ? await scrapeQueueWait() : undefined;
   const cpuBefore = cpuByProgram();
   const running = new Map<string, number>();
@@ -274,6 +277,7 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   await waitFor(`${count} pods Running in ${ns}`, 15, async () => running.size >= count);
   const took = diff(await writes(), before);
   const cpu = cpuUsed(cpuByProgram(), cpuBefore);
+  const waitUp = runWaitByProgram();
   const driverUp = driverBefore ? await scrapeDriver() : undefined;
   const times = [...running.values()].map((t) => t - t0);
   let provisioning: Step[] | undefined;
@@ -335,9 +339,11 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
     );
   }
   const s = Date.now();
+  const waitTeardownBefore = runWaitByProgram();
   await k(['delete', 'namespace', ns, '--wait=true', '--timeout=15m'], 16 * 60_000);
   // The next round starts with every disk free again: released, wiped by its agent, reported Available.
   await waitFor('every disk free again', 15, async () => (await freeDisks()) >= PER_NODE * NODE_NAMES.length);
+  const cpuWait = { bringUp: cpuUsed(waitUp, waitBefore), teardown: cpuUsed(runWaitByProgram(), waitTeardownBefore) };
   // And with every container of the round gone: a pod leaves the API before its runtime has cleaned up,
   // and a round's shims still exiting would take CPU from the next round.
   const teardownS = Math.round((Date.now() - s) / 1000);
@@ -396,6 +402,7 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
     ...(freeAgain ? { freeAgain } : {}),
     ...(driver ? { driverCalls: driver } : {}),
     ...(apiQueueWait ? { apiQueueWait } : {}),
+    cpuWaitSeconds: cpuWait,
   };
   console.log(
     `${String(count).padStart(3)} pods, ${volume.padEnd(8)}: Running p50 ${(r.p50Ms / 1000).toFixed(1)} s, p95 ${(r.p95Ms / 1000).toFixed(1)} s, last ${(r.lastMs / 1000).toFixed(1)} s; ` +
@@ -409,6 +416,11 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')}`,
   );
+  const waits = (w: Record<string, number>) =>
+    Object.entries(w)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+  console.log(`  seconds waiting for a CPU until Running: ${waits(cpuWait.bringUp)}; from the delete to every disk free: ${waits(cpuWait.teardown)}`);
   if (provisioning) showSteps('provisioning', provisioning);
   if (freeAgain) showSteps('free again', freeAgain);
   if (driver) {
@@ -461,6 +473,26 @@ function cpuByProgram(): Map<string, number> {
       const name = cmd[0] ? programName(cmd) : `[${stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))}]`;
       const secs = (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / tick;
       out.set(name, (out.get(name) ?? 0) + secs);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** The programs whose wait for a CPU a round reports (their threads' run-queue time, /proc/<pid>/task/<tid>/schedstat). */
+const WAIT_PROGRAMS = new Set(['csi-node', 'csi-controller', 'agent', 'operator', 'csi-provisioner', 'kube-apiserver', 'kubelet', 'containerd', 'nodedisks-toolrunner']);
+
+/** Seconds each of WAIT_PROGRAMS' processes has waited, runnable, for a CPU, summed over its threads and by program. */
+function runWaitByProgram(): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const name = programName(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'));
+      if (!WAIT_PROGRAMS.has(name)) continue;
+      let ns = 0;
+      for (const tid of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
+      out.set(name, (out.get(name) ?? 0) + ns / 1e9);
     } catch {
       // gone meanwhile
     }
