@@ -5,6 +5,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import test from 'ava';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { tokenAccess } from './_access.ts';
+import { listenLocal } from './_local-server.ts';
 
 class Refused extends Error {
   override name = 'Refused';
@@ -19,15 +20,7 @@ async function countingServer(answer = true) {
     res.setHeader('Content-Type', 'application/json');
     res.end('{"ok":true}');
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return {
-    seen,
-    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
+  return { seen, ...(await listenLocal(server)) };
 }
 
 test("a request the gate refuses never reaches the server, and fails with the gate's own error", async (t) => {

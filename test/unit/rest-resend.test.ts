@@ -6,6 +6,7 @@ import test from 'ava';
 import { TransportError } from '../../lib/kube/errors.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { tokenAccess } from './_access.ts';
+import { listenLocal } from './_local-server.ts';
 
 /** Answers `{"n":<count>}`, or closes the connection without a word when `cut` says so. */
 async function cuttingServer(cut: (req: IncomingMessage, seen: number, onThisConnection: number) => boolean) {
@@ -19,15 +20,7 @@ async function cuttingServer(cut: (req: IncomingMessage, seen: number, onThisCon
     res.setHeader('Content-Type', 'application/json');
     res.end(JSON.stringify({ n: seen.length }));
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return {
-    seen,
-    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
+  return { seen, ...(await listenLocal(server)) };
 }
 
 function clientOf(url: string) {
