@@ -35,7 +35,7 @@ import { writeArchive } from './oci.ts';
 import { makePki, writeKubeconfig } from './pki.ts';
 import { splice } from './splice.ts';
 import { processStart, saveState, type ClusterState } from './state.ts';
-import { API_ADDRESS, API_PORT, CP_CGROUP, holderPid, KUBELET_PLUGIN_DIRS, NODE_MOUNTS, NODE_NAMES, type NodeSpec, nodeSpec, SWITCH_NS } from './topology.ts';
+import { API_ADDRESS, API_PORT, CP_CGROUP, holderPid, KUBELET_PLUGIN_DIRS, NODE_MOUNTS, NODE_NAMES, type NodeSpec, nodeSpec, SWITCH_NS, systemCgroup } from './topology.ts';
 
 const ENTER = fileURLToPath(new URL('./enter.sh', import.meta.url));
 const RELAY = fileURLToPath(new URL('./relay.ts', import.meta.url));
@@ -199,6 +199,11 @@ export class Cluster {
       if (created.length) await this.record((s) => s.createdDirs.push(...created));
     }
     await this.addCgroup(n.cgroup);
+    // The node's daemons (containerd, its shims, the kubelet) in one group beside kubepods, as systemd puts
+    // them in system.slice: as tasks of the node's own cgroup each thread would weigh as much as all the
+    // pods together (cgroup v1), and the pods, our node side among them, would starve under load. Removed
+    // with the node's cgroup, whose subtree teardown takes.
+    await createCgroup(systemCgroup(n));
     // The holder: the node's mount namespace (private: nothing propagates to the host) with its own
     // dirs over the hard-coded paths, the kubelet's shared within it (holder.ts); every node process
     // enters it with nsenter.
@@ -212,7 +217,7 @@ export class Cluster {
   /** containerd, then the kubelet, of a node whose holder (its mount namespace) runs. */
   private async startDaemons(n: NodeSpec): Promise<void> {
     const target = `pid:${holderPid(n)}`;
-    this.start(`containerd-${n.short}`, n.cgroup, target, ['containerd', '--config', join(n.dir, 'containerd.toml')]);
+    this.start(`containerd-${n.short}`, systemCgroup(n), target, ['containerd', '--config', join(n.dir, 'containerd.toml')]);
     const address = join(n.dir, 'run-containerd', 'containerd.sock');
     await this.until(
       `containerd of ${n.name} answers`,
@@ -227,7 +232,7 @@ export class Cluster {
   }
 
   private runKubelet(n: NodeSpec): void {
-    this.start(`kubelet-${n.short}`, n.cgroup, `pid:${holderPid(n)}`, [
+    this.start(`kubelet-${n.short}`, systemCgroup(n), `pid:${holderPid(n)}`, [
       this.nb.kubelet,
       `--config=${join(n.dir, 'kubelet.yaml')}`,
       `--kubeconfig=${join(this.dataDir, 'pki', `kubelet-${n.short}.yaml`)}`,

@@ -62,6 +62,11 @@ export const NODE_MOUNTS: [hostPath: string, nodeSubdir: string][] = [
  */
 export const KUBELET_PLUGIN_DIRS = ['kubelet/plugins_registry', 'kubelet/plugins'];
 
+/** The cgroup of a node's daemons (containerd and the kubelet), beside the kubelet's kubepods. */
+export function systemCgroup(node: NodeSpec): string {
+  return `${node.cgroup}/system`;
+}
+
 export function holderPid(node: NodeSpec): number {
   return Number(readFileSync(join(node.dir, 'holder.pid'), 'utf8').trim());
 }
