@@ -74,8 +74,8 @@ function diff(after: Map<string, number>, before: Map<string, number>): Record<s
 
 /**
  * Each line of a `kubectl get --watch -o jsonpath=…` (one object a line), split on spaces, with the time it
- * arrived. kubectl ends, quietly, when the API server ends the watch (under load it does): it is started
- * again, and its first lines list every object once more, so a change made meanwhile is seen late, not lost.
+ * arrived. kubectl ends quietly when the API server ends the watch: it is then started again, and its first
+ * lines list every object once more, so a change made meanwhile is seen late, not lost.
  */
 function watchLines(args: string[], onLine: (fields: string[], at: number) => void) {
   let stopped = false;

@@ -17,7 +17,7 @@ export interface ServedService {
 }
 
 /** A status code as Go's gRPC names it (Aborted, InvalidArgument), which the sidecars' metrics carry. */
-export function goCodeName(code: string): string {
+function goCodeName(code: string): string {
   if (code === 'OK') return code;
   if (code === 'CANCELLED') return 'Canceled';
   return code
