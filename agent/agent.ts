@@ -147,6 +147,10 @@ export class Agent {
       actionErrors: new Map(),
       reportAliases: (diskID, canonical) => this.aliases.report(diskID, canonical),
       sysRoot: o.drives?.sysRoot ?? '/sys',
+      lookAtDrive: async (diskID) => {
+        await this.drives.scan();
+        return this.drives.get(diskID);
+      },
     };
     this.heartbeat = new NodeHeartbeat({
       rest: o.client.rest,

@@ -60,6 +60,8 @@ export interface ReconcileContext {
   sysRoot?: string | undefined;
   /** This boot's ID (api/staged-record.ts; tests give a file of their own). */
   bootIdFile?: string | undefined;
+  /** Scans the drives again and returns this one as the kernel shows it now (undefined: gone). */
+  lookAtDrive?: ((diskID: string) => Promise<DiskFile | undefined>) | undefined;
 }
 
 /** How a wipe waiting for a loop device to let the image go begins (what its report and log say). */
@@ -74,7 +76,7 @@ export interface ReconcileResult {
 export async function reconcileDisk(ctx: ReconcileContext, diskID: string, discovery: Discovery): Promise<ReconcileResult> {
   const { nodeName, diskDir, hostDiskDir, client, cache, log, metrics } = ctx;
   const name = nodeDiskName(nodeName, diskID);
-  const file = discovery.disks.get(diskID);
+  let file = discovery.disks.get(diskID);
   const ignored = discovery.ignored.find((f) => diskIdFromFileName(f.name) === diskID);
   let nd = cache.get(name);
   // A drive's path is the by-id name it was found by; an image's follows from its diskID.
@@ -142,6 +144,10 @@ export async function reconcileDisk(ctx: ReconcileContext, diskID: string, disco
         const state = await wipeDriveStep(diskDir, diskID, wipe, file.drive, hostPath);
         if (state.kind === 'wiped') {
           wipedNow = wipe;
+          // The scan this reconcile was given may have been taken while the node side was still wiping
+          // (the answer is read here, after it): the partitions its holder made, which the wipe dropped,
+          // would refuse the drive in the report that says it is wiped. It is looked at again.
+          if (ctx.lookAtDrive) file = await ctx.lookAtDrive(diskID);
           metrics.wipes.inc({ result: 'wiped' });
           log.info('drive wiped', { nodeDisk: name, diskID, wipe, bytes: state.bytes, ms: state.ms, method: state.method });
         } else if (state.kind === 'waiting') waitingToWipe = state.message;

@@ -7,12 +7,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { discover } from '../../agent/discover.ts';
+import { type DiskFile, discover } from '../../agent/discover.ts';
 import { loopDevicesHolding } from '../../agent/loop-attached.ts';
 import { markerName } from '../../agent/markers.ts';
 import { agentMetrics } from '../../agent/metrics.ts';
 import { reconcileDisk, type DiskCache, type ReconcileContext } from '../../agent/reconcile-disk.ts';
 import { FINALIZER } from '../../api/constants.ts';
+import { formatWipeAnswer, wipeAnswerName } from '../../api/drive-wipe.ts';
 import { deviceNumberText, formatStagedRecord, type StagedRecord, stagedRecordName } from '../../api/staged-record.ts';
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
@@ -44,7 +45,7 @@ function nodeDisk(diskID: string, dir: string, o: { state?: 'Reserved' | 'Availa
 /** What the fake API server saw, in order, with whether the marker file existed at that moment. */
 type Call = { op: 'get' | 'create' | 'applyStatus' | 'addFinalizer' | 'removeFinalizer'; markerExists: boolean };
 
-function harness(dir: string, diskID: string, stored: NodeDisk, o: { failFinalizer?: boolean; sysBlock?: string } = {}) {
+function harness(dir: string, diskID: string, stored: NodeDisk, o: { failFinalizer?: boolean; sysBlock?: string; lookAtDrive?: ReconcileContext['lookAtDrive'] } = {}) {
   const calls: Call[] = [];
   const logs: string[] = [];
   const marker = join(dir, markerName(diskID));
@@ -88,6 +89,7 @@ function harness(dir: string, diskID: string, stored: NodeDisk, o: { failFinaliz
     // (none at all unless a test makes one).
     sysBlockDir: o.sysBlock ?? join(dir, 'no-sys-block'),
     bootIdFile: join(dir, 'boot-id'),
+    ...(o.lookAtDrive ? { lookAtDrive: o.lookAtDrive } : {}),
   };
   const run = async () => reconcileDisk(ctx, diskID, await discover(dir, NODE));
   /** With a discovery made earlier: the disk dir changed since the scan. */
@@ -312,4 +314,34 @@ test('an image with bytes the agent never saw reserved (reserved and released wh
   await written.run();
   t.is(written.cache.get(written.name)!.status?.node?.phase, 'Available');
   t.true(written.cache.get(written.name)!.status?.node?.holdsData, 'written bytes the agent never saw reserved were reported as no data');
+});
+
+test("a drive's report after its wipe comes from a look taken after the wipe, not from the scan made before it (the partitions its holder made are gone)", async (t) => {
+  const dir = await diskDir('unused');
+  const diskID = 'drive-wwn-5000c50000d71a04';
+  const facts = { device: 'loop3', media: 'hdd' as const, transport: 'loop', logicalBlockSize: 512, physicalBlockSize: 512 };
+  const drive = (refusals: string[]): DiskFile => ({
+    diskID,
+    file: join(dir, 'by-id', 'wwn-0x5000c50000d71a04'),
+    hostPath: '/dev/disk/by-id/wwn-0x5000c50000d71a04',
+    sizeBytes: 64 * 1024 * 1024,
+    drive: { facts, refusals, mountedAt: [], byIdName: 'wwn-0x5000c50000d71a04', device: '7:3' },
+  });
+  const stored = nodeDisk(diskID, dir, { state: 'Available', protected: true });
+  stored.spec.desired = { state: 'Available', wipe: 'w-parts' };
+  // The scan ran while the node side was still wiping: the kernel still showed the holder's partition.
+  // The answer was written after that scan, and before this reconcile read it.
+  writeFileSync(join(dir, wipeAnswerName(diskID)), formatWipeAnswer({ token: 'w-parts', ok: true, bytes: 64 * 1024 * 1024, ms: 12, method: 'test' }));
+  const looks: string[] = [];
+  const h = harness(dir, diskID, stored, {
+    lookAtDrive: async (id) => {
+      looks.push(id);
+      return drive([]);
+    },
+  });
+  await h.runWith({ disks: new Map([[diskID, drive(['has partitions (loop3p1)'])]]), ignored: [] });
+  const node = h.cache.get(h.name)!.status?.node;
+  t.is(node?.wipedFor, 'w-parts');
+  t.is(node?.phase, 'Available', node?.message);
+  t.deepEqual(looks, [diskID], 'the drive was looked at again once, after the wipe');
 });
