@@ -4,8 +4,9 @@
 // the kustomize component and the chart (a copy in files/, hack/helm/chart-files.ts) put in a ConfigMap
 // for Grafana's dashboard sidecar. `--check` exits non-zero when the committed file differs, naming the fix.
 //
-// Every query reads the controller's and the agents' own metrics (controller/metrics.ts, agent/metrics.ts)
-// as the ServiceMonitor and the PodMonitor scrape them: the agents' series carry the pod's `node`.
+// Every query reads the controller's, the agents' and the CSI driver's own metrics (controller/metrics.ts,
+// agent/metrics.ts, csi/metrics.ts) as the ServiceMonitor and the PodMonitors scrape them: the series of
+// the agent pods (agent and csi-node) carry the pod's `node`; the CSI controller's have none.
 import { BigValueGraphMode, LegendDisplayMode, LegendPlacement, StackingConfigBuilder, StackingMode, VizLegendOptionsBuilder } from '@grafana/grafana-foundation-sdk/common';
 import {
   type Dashboard,
@@ -30,6 +31,9 @@ export const DASHBOARD_FILE = 'kustomize/components/grafana-dashboard/nodedisks-
 const DATASOURCE = { type: 'prometheus', uid: '${datasource}' };
 /** The nodes the panels show (the `node` variable: all of them unless some are picked). */
 const NODE = 'node=~"$node"';
+/** The CSI driver's calls by side: the controller's pods carry no node; csi-node runs in each agent pod. */
+const CSI_CONTROLLER = 'method_name=~"/csi.v1.Controller/.*"';
+const CSI_NODE = `method_name=~"/csi.v1.Node/.*", ${NODE}`;
 
 /**
  * The dashboard's template variables and what they stand for in a plain PromQL query: what a test or a
@@ -195,6 +199,31 @@ export function nodeDisksDashboard(): Dashboard {
       timeseries('Reconciles by result', 'Reconciles per second, by result (an error is retried with backoff).', 'ops', 8, [
         query('sum by (result) (rate(nodedisks_controller_reconcile_total[$__rate_interval]))', '{{result}}'),
       ]),
+    )
+    .withRow(new RowBuilder('CSI driver'))
+    .withPanel(
+      timeseries(
+        'CSI calls by method and result',
+        "Calls the CSI driver served per second, by method and gRPC status: its controller side's (no node), and the node side's (csi-node) on the nodes picked. Aborted and ResourceExhausted are retried by the caller; Internal and Unavailable are worth a look in the logs.",
+        'reqps',
+        12,
+        [
+          query(`sum by (method_name, grpc_status_code) (rate(nodedisks_csi_operations_seconds_count{${CSI_CONTROLLER}}[$__rate_interval]))`, '{{method_name}} {{grpc_status_code}}', 'A'),
+          query(`sum by (method_name, grpc_status_code) (rate(nodedisks_csi_operations_seconds_count{${CSI_NODE}}[$__rate_interval]))`, '{{method_name}} {{grpc_status_code}}', 'B'),
+        ],
+      ),
+    )
+    .withPanel(
+      timeseries(
+        'CSI call latency p95',
+        "95th percentile of each CSI method's time in the driver, from the call's arrival to its answer: the controller side's, and the node side's on the nodes picked (NodeStageVolume includes mkfs; DeleteVolume is the release, not the wipe).",
+        's',
+        12,
+        [
+          query(`histogram_quantile(0.95, sum by (le, method_name) (rate(nodedisks_csi_operations_seconds_bucket{${CSI_CONTROLLER}}[$__rate_interval])))`, '{{method_name}}', 'A'),
+          query(`histogram_quantile(0.95, sum by (le, method_name) (rate(nodedisks_csi_operations_seconds_bucket{${CSI_NODE}}[$__rate_interval])))`, '{{method_name}}', 'B'),
+        ],
+      ),
     )
     .withRow(new RowBuilder('API errors'))
     .withPanel(

@@ -31,13 +31,16 @@ test.serial.before(async (t) => {
   await kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...KINDS.map((k) => `crd/${k}.monitoring.coreos.com`)]);
 });
 
-test.serial("kustomize/overlays/prometheus-operator: its ServiceMonitor, PodMonitor and PrometheusRule pass the CRDs' schemas (server-side dry run)", async (t) => {
+/** The Prometheus Operator's objects of an install: PodMonitors for the agent pods (agent and csi-node) and the CSI controller's pods, the alerts, the controller's Service. */
+const MONITORING_KINDS = ['PodMonitor', 'PodMonitor', 'PrometheusRule', 'ServiceMonitor'];
+
+test.serial("kustomize/overlays/prometheus-operator: its ServiceMonitor, PodMonitors and PrometheusRule pass the CRDs' schemas (server-side dry run)", async (t) => {
   const objs = monitoring(await kubectl(['kustomize', join(REPO_ROOT, 'kustomize/overlays/prometheus-operator')]));
-  t.deepEqual(objs.map((o) => o.kind).sort(), ['PodMonitor', 'PrometheusRule', 'ServiceMonitor']);
+  t.deepEqual(objs.map((o) => o.kind).sort(), MONITORING_KINDS);
   for (const o of objs) t.regex(await dryRun(o), /serverside-applied \(server dry run\)/, `${o.kind}/${o.metadata.name}`);
 });
 
-test.serial("the chart with ci/everything-values.yaml: its ServiceMonitor, PodMonitor and PrometheusRule pass the CRDs' schemas", async (t) => {
+test.serial("the chart with ci/everything-values.yaml: its ServiceMonitor, PodMonitors and PrometheusRule pass the CRDs' schemas", async (t) => {
   const rendered = await helm(helmBin, [
     'template',
     'node-disks-manager',
@@ -48,7 +51,7 @@ test.serial("the chart with ci/everything-values.yaml: its ServiceMonitor, PodMo
     join(REPO_ROOT, 'charts/node-disks-manager/ci/everything-values.yaml'),
   ]);
   const objs = monitoring(rendered);
-  t.deepEqual(objs.map((o) => o.kind).sort(), ['PodMonitor', 'PrometheusRule', 'ServiceMonitor']);
+  t.deepEqual(objs.map((o) => o.kind).sort(), MONITORING_KINDS);
   // Those values install into a namespace of their own.
   for (const ns of new Set(objs.map((o) => o.metadata.namespace!))) {
     await kubectl(['create', 'namespace', ns, '--dry-run=client', '-o', 'yaml']).then((y) => kubectl(['apply', '-f', '-'], y));

@@ -3,7 +3,7 @@
 // Prometheus' own PromQL parser lists them, hack/promql) has series, so a typo'd metric or label fails;
 // an agent stopped with SIGSTOP fires the stale-agent alert and it clears after SIGCONT; a refused
 // reservation fires its alert and it clears once the label is removed; every query of the Grafana
-// dashboard returns series from the same Prometheus.
+// dashboard returns series from the same Prometheus, which also scrapes the CSI driver's controller side.
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,11 +14,12 @@ import { CONDITION, DEFAULT_DISK_DIR, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESER
 import { nodeDiskName } from '../../api/names.ts';
 import type { NodeDisk } from '../../api/v1alpha1/types.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
-import { seedDisks, startAgent, startController, type Program } from '../../hack/lib/programs.ts';
+import { seedDisks, startAgent, startController, startCsiController, startCsiNode, type Program } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
 import { ensurePromql, vectorSelectors } from '../../hack/promql/promql.ts';
 import { Prometheus, type Alert } from '../../hack/promtool/prometheus.ts';
 import { SHORT_FOR, shippedRuleGroups, withShortFor, type Rule } from '../../hack/promtool/rules.ts';
+import { csiClient } from '../harness/csi-client.ts';
 import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);
@@ -151,7 +152,14 @@ async function setUp(): Promise<void> {
   started.push(agent);
   const other = await startAgent(cp, { node: NODE_REFUSED_CREATES, diskDir: otherDir, hostDiskDir: '/srv/not-the-install-disk-dir', logDir, heartbeat: '1s', rescanInterval: '1s' });
   started.push(other);
-  const [controllerPort, agentPort, otherPort] = await Promise.all([httpPort(controller), httpPort(agent), httpPort(other)]);
+  // The CSI driver, both sides: their call histogram is on the dashboard.
+  const csiAddress = join(work, 'csi.sock');
+  const csiController = await startCsiController(cp, { logDir, csiAddress });
+  started.push(csiController);
+  const csiNodeAddress = join(work, 'csi-node.sock');
+  const csiNode = startCsiNode({ logDir, csiAddress: csiNodeAddress, node: NODE, diskDir });
+  started.push(csiNode);
+  const [controllerPort, agentPort, otherPort, csiPort, csiNodePort] = await Promise.all([httpPort(controller), httpPort(agent), httpPort(other), httpPort(csiController), httpPort(csiNode)]);
 
   // Target labels as the PodMonitor and the Prometheus Operator give an agent (namespace, pod, node by
   // relabelling) and as the ServiceMonitor gives the controller: the agent alerts group by them.
@@ -166,6 +174,9 @@ async function setUp(): Promise<void> {
           labels: { namespace: DEFAULT_SYSTEM_NAMESPACE, pod: `node-disks-agent-${node}`, node },
         })),
       },
+      // csi-node as the agents' PodMonitor labels it (it runs in the agent's pod); the CSI controller as its own PodMonitor does, with no node.
+      { job: 'node-disks-agent-csi', targets: [{ address: `127.0.0.1:${csiNodePort}`, labels: { namespace: DEFAULT_SYSTEM_NAMESPACE, pod: `node-disks-agent-${NODE}`, node: NODE } }] },
+      { job: 'node-disks-csi-controller', targets: [{ address: `127.0.0.1:${csiPort}`, labels: { namespace: DEFAULT_SYSTEM_NAMESPACE, pod: 'node-disks-csi-controller-0' } }] },
     ],
   });
   figures.push(`Prometheus ready ${prom.startedInMs} ms after start`);
@@ -176,10 +187,20 @@ async function setUp(): Promise<void> {
     'every target scraped',
     async () => {
       const targets = await prom!.targets();
-      return targets.length === 3 && targets.every((x) => x.health === 'up');
+      return targets.length === 5 && targets.every((x) => x.health === 'up');
     },
     DEADLINE_MS,
   );
+  // A call each side times: as csi-provisioner asks for CSIStorageCapacity, and as the kubelet asks a node.
+  const controllerSide = csiClient(csiAddress, 'Controller');
+  const nodeSide = csiClient(csiNodeAddress, 'Node');
+  try {
+    await controllerSide.call.GetCapacity({ volume_capabilities: [{ access_mode: { mode: 'SINGLE_NODE_WRITER' }, mount: { fs_type: 'ext4', mount_flags: [] } }] });
+    await nodeSide.call.NodeGetCapabilities({});
+  } finally {
+    controllerSide.close();
+    nodeSide.close();
+  }
 
   // A failed heartbeat renewal: the admin hands NODE's Lease to another holder, which the heartbeat
   // admission policy refuses the agent to renew; handed back, it renews again.

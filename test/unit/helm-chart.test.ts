@@ -333,7 +333,7 @@ test('an image by digest, pull policy and secrets, scheduling, extra labels and 
   t.regex(script, /cd \/srv\/nd\/disks/);
 });
 
-test("monitoring: none by default; the PrometheusRule is the kustomize component's, with its labels and runbook_url under runbookBaseURL; the PodMonitor scrapes the agent and csi-node as kustomize's does", async (t) => {
+test("monitoring: none by default; the PrometheusRule is the kustomize component's, with its labels and runbook_url under runbookBaseURL; the PodMonitors scrape the agent, csi-node and the CSI controller as kustomize's do", async (t) => {
   t.deepEqual(
     (await render()).filter((o) => o.apiVersion.startsWith('monitoring.coreos.com/')),
     [],
@@ -357,10 +357,25 @@ test("monitoring: none by default; the PrometheusRule is the kustomize component
     (kustomizeMonitor.spec as Endpoints).podMetricsEndpoints.map((e) => e.port),
     ['http-metrics', 'csi-node-http'],
   );
-  const withoutCsi = (await render(['--set', 'podMonitor.enabled=true', '--set', 'csi.enabled=false'])).find((o) => o.kind === 'PodMonitor')!;
+  const withoutCsi = (await render(['--set', 'podMonitor.enabled=true', '--set', 'csi.enabled=false'])).filter((o) => o.kind === 'PodMonitor');
   t.deepEqual(
-    (withoutCsi.spec as Endpoints).podMetricsEndpoints.map((e) => e.port),
-    ['http-metrics'],
+    withoutCsi.map((m) => [m.metadata.name, (m.spec as Endpoints).podMetricsEndpoints.map((e) => e.port)]),
+    [['node-disks-agent', ['http-metrics']]],
+  );
+  // The CSI controller's pods, on the port kustomize's PodMonitor names, which is the one the Deployment serves /metrics on.
+  const csiMonitor = (await render(['--set', 'podMonitor.enabled=true'])).find((o) => o.kind === 'PodMonitor' && o.metadata.name === 'node-disks-csi-controller');
+  const kustomizeCsiMonitor = parse(readFileSync(join(REPO_ROOT, 'kustomize/components/prometheus-operator/podmonitor-csi-controller.yaml'), 'utf8'))[0]!;
+  t.deepEqual(csiMonitor?.spec, kustomizeCsiMonitor.spec);
+  const csiPorts = (
+    (await render()).find((o) => o.kind === 'Deployment' && o.metadata.name === 'node-disks-csi-controller')!.spec as {
+      template: { spec: { containers: { name: string; ports?: { name: string }[] }[] } };
+    }
+  ).template.spec.containers
+    .find((c) => c.name === 'csi-controller')!
+    .ports!.map((p) => p.name);
+  t.deepEqual(
+    csiPorts,
+    (kustomizeCsiMonitor.spec as Endpoints).podMetricsEndpoints.map((e) => e.port),
   );
 });
 
