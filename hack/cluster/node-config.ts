@@ -54,6 +54,9 @@ export function kubeletConfig(n: NodeSpec): string {
     resolvConf: '/etc/resolv.conf',
     serializeImagePulls: false,
     localStorageCapacityIsolation: true,
+    // The kubelet tells a pod of an abnormal volume (NodeGetVolumeStats' volume condition) with a
+    // VolumeConditionAbnormal event only under this gate, alpha and off by default.
+    featureGates: { CSIVolumeHealth: true },
   });
 }
 

@@ -44,9 +44,14 @@ export class FaultyDisk {
     });
   }
 
-  /** Serves `image` as `<mountpoint>/<name>` (mountpoint: an empty dir) and resolves once it is served. */
-  static async serve(bin: string, image: string, mountpoint: string, name = 'disk.img'): Promise<FaultyDisk> {
-    const child = spawn(bin, ['--image', image, '--mountpoint', mountpoint, '--name', name], { stdio: ['pipe', 'pipe', 'pipe'] });
+  /**
+   * Serves `image` as `<mountpoint>/<name>` (mountpoint: an empty dir) and resolves once it is served.
+   * `enter` runs it through a command that execs it elsewhere (nsenter into a local cluster node's mount
+   * namespace), so that the mount is that namespace's and the process spawned is still the server.
+   */
+  static async serve(bin: string, image: string, mountpoint: string, name = 'disk.img', enter: string[] = []): Promise<FaultyDisk> {
+    const command = [...enter, bin, '--image', image, '--mountpoint', mountpoint, '--name', name];
+    const child = spawn(command[0]!, command.slice(1), { stdio: ['pipe', 'pipe', 'pipe'] });
     const disk = new FaultyDisk(child, `${mountpoint}/${name}`);
     const first = await disk.nextLine(30_000);
     if (first !== 'ready') {

@@ -67,10 +67,12 @@ var (
 func (d *disk) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = syscall.S_IFREG | 0o600
 	out.Size = uint64(d.size.Load())
-	// What the backing file has allocated: a wiped (cut and extended) file has nothing, as an image has.
+	// What the backing file has allocated: a sparse or wiped (cut and extended) file has nothing, as an
+	// image has. With a block size set, go-fuse keeps these blocks; without, it puts the whole size there.
 	var st syscall.Stat_t
 	if err := syscall.Fstat(int(d.file.Fd()), &st); err == nil {
 		out.Blocks = uint64(st.Blocks)
+		out.Blksize = uint32(st.Blksize)
 	}
 	return 0
 }

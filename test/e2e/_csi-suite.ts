@@ -4,17 +4,19 @@
 // side through the plugin watcher's registration. Every pod runs in a namespace that enforces the baseline
 // Pod Security Standard. One cluster for the file; the tests run in order.
 import test, { type ExecutionContext } from 'ava';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readSysctls } from '../../hack/cluster/host.ts';
 import { imageRef } from '../../hack/cluster/images.ts';
 import { interruptAndCheckTornDown, nodeControl, onNode, until } from '../../hack/cluster/run.ts';
-import { DISK_DIR, NODE_NAMES } from '../../hack/cluster/topology.ts';
+import { DISK_DIR, holderPid, NODE_NAMES, nodeSpec } from '../../hack/cluster/topology.ts';
+import { ensureFaultyDisk, FaultyDisk } from '../../hack/faultydisk/faultydisk.ts';
 import { clusterForFile, MINUTES, NS, nodeDisksE2E, runPlugin } from './_nodedisks.ts';
 
 const [M02, M03, M04] = NODE_NAMES as [string, string, string];
 const TEAM = 'team-pv';
 const SECOND = 'team-next';
+const FAILING_TEAM = 'team-failing';
 
 export async function csiSuite(INSTALL: 'kustomize' | 'helm'): Promise<void> {
   // Read before any test is declared: AVA takes declarations only until the file's first pause.
@@ -561,6 +563,147 @@ ${SLEEP}`;
       await apply('shared-kernel-fs-again-pod', pvcPod(TEAM, 'on-m04-again', 'on-m04-again', SLEEP, { node: M04, user: true }));
       await running(TEAM, 'on-m04-again');
     });
+  }
+
+  if (INSTALL === 'kustomize') {
+    test.serial(
+      "a disk failing under a running pod: the kubelet tells the pod (VolumeConditionAbnormal, with what the kernel saw), the NodeDisk turns Healthy=False and the PVC's team is told",
+      async (t) => {
+        t.timeout(15 * MINUTES);
+        // A disk image on M02 whose writes fail on command: a FUSE file (hack/faultydisk) served inside the
+        // node's mount namespace, bound over <disk dir>/failing.img there. 80 MiB, the only disk a 70Mi PVC fits.
+        const node = M02;
+        const spec = nodeSpec(dataDir, node, NODE_NAMES.indexOf(node));
+        const dir = join(dataDir, 'faulty');
+        mkdirSync(join(dir, 'mnt'), { recursive: true });
+        const backing = join(dir, 'backing');
+        writeFileSync(backing, '');
+        truncateSync(backing, 80 * 2 ** 20);
+        const image = `${DISK_DIR}/failing.img`;
+        const disk = await FaultyDisk.serve(await ensureFaultyDisk(), backing, join(dir, 'mnt'), 'disk.img', ['nsenter', '-t', String(holderPid(spec)), '--mount', '--']);
+        const agentOn = () =>
+          k([
+            '-n',
+            NS,
+            'get',
+            'pods',
+            '-l',
+            'app.kubernetes.io/name=node-disks-agent',
+            '--field-selector',
+            `spec.nodeName=${node}`,
+            '-o',
+            'jsonpath={.items[0].metadata.name} {.items[0].status.containerStatuses[*].ready}',
+          ]);
+        /** The agent pod on the node deleted and back, ready: its containers see the node's disk dir as it is now (a hostPath takes the mounts under it when a container starts, not later). */
+        const restartAgent = async () => {
+          const [old = ''] = (await agentOn()).split(' ');
+          await k(['-n', NS, 'delete', 'pod', old, '--wait=true']);
+          await until(`a new agent pod on ${node} ready`, 4 * MINUTES, agentOn, (l) => !l.startsWith(old) && l.endsWith('true true'));
+        };
+        const failingDisk = `node-disk-${node}-failing`;
+        try {
+          await baselineNamespace(FAILING_TEAM);
+          await onNode(env, node, ['sh', '-c', `touch ${image} && mount --bind ${join(dir, 'mnt', 'disk.img')} ${image}`]);
+          await restartAgent();
+          await until(
+            `${failingDisk} Available`,
+            3 * MINUTES,
+            () => k(['get', 'nodedisk', failingDisk, '-o', 'jsonpath={.status.node.phase} {.status.node.capacityBytes}', '--ignore-not-found']),
+            (l) => l === `Available ${80 * 2 ** 20}`,
+          );
+
+          t.log(await k(['get', 'nodedisk', failingDisk, '-o', 'jsonpath={.status.node}']));
+          // The scheduler places the pod by the capacity the provisioner published from GetCapacity (polled each minute).
+          await until(
+            `CSIStorageCapacity of ${node} with the 80 MiB disk as its largest`,
+            3 * MINUTES,
+            () =>
+              k([
+                '-n',
+                NS,
+                'get',
+                'csistoragecapacities',
+                '-o',
+                'jsonpath={range .items[*]}{.nodeTopology.matchLabels.topology\\.nodedisks\\.localtest\\.example\\.com/node} {.maximumVolumeSize}{"\\n"}{end}',
+              ]),
+            (o) => o.includes(`${node} 80Mi`),
+          );
+          await apply('failing-pvc', pvc(FAILING_TEAM, 'failing', '70Mi'));
+          const writer = `const fs = require('fs');
+setInterval(() => {
+  try { const fd = fs.openSync('/data/log', 'a'); fs.writeSync(fd, Buffer.alloc(65536, 120)); fs.fsyncSync(fd); fs.closeSync(fd); }
+  catch (e) { console.log(e.code); }
+}, 500);`;
+          await apply('failing-pod', pvcPod(FAILING_TEAM, 'on-failing', 'failing', writer, { node, user: true }));
+          await running(FAILING_TEAM, 'on-failing');
+          const pv = await pvOf(FAILING_TEAM, 'failing');
+          t.is(await diskOf(pv), failingDisk, 'the PVC got the failing disk (what this test stands for)');
+
+          await disk.set('fail writes');
+          // The kubelet asks the node side for the volume's stats at its own period (a minute, jittered).
+          const told = await until(
+            'the kubelet tells the pod its volume is abnormal',
+            6 * MINUTES,
+            () =>
+              k([
+                '-n',
+                FAILING_TEAM,
+                'get',
+                'events',
+                '--field-selector',
+                'involvedObject.name=on-failing,reason=VolumeConditionAbnormal',
+                '-o',
+                'jsonpath={range .items[*]}{.type} {.source.component} {.message}{"\\n"}{end}',
+              ]),
+            (o) => o.trim() !== '',
+          );
+          t.log(told.trim());
+          t.regex(told, /^Warning kubelet Volume d: the ext4 filesystem on this volume \(loop\d+\) went read-only after IO errors; /m);
+          const healthy = await until(
+            `${failingDisk} Healthy=False`,
+            3 * MINUTES,
+            () => k(['get', 'nodedisk', failingDisk, '-o', 'jsonpath={.status.conditions[?(@.type=="Healthy")].status} {.status.conditions[?(@.type=="Healthy")].reason}']),
+            (l) => l.startsWith('False '),
+          );
+          t.is(healthy, 'False FilesystemErrors');
+          const team = await until(
+            "a DiskFailing Warning on the team's PVC",
+            3 * MINUTES,
+            () =>
+              k([
+                '-n',
+                FAILING_TEAM,
+                'get',
+                'events',
+                '--field-selector',
+                'involvedObject.kind=PersistentVolumeClaim,involvedObject.name=failing,reason=DiskFailing',
+                '-o',
+                'jsonpath={range .items[*]}{.type} {.message}{"\\n"}{end}',
+              ]),
+            (o) => o.trim() !== '',
+          );
+          t.regex(team, /^Warning /);
+          t.log(team.trim());
+
+          // The team lets go: the volume is unstaged, the image wiped once it can be written again.
+          await disk.set('heal');
+          await k(['-n', FAILING_TEAM, 'delete', 'pod', 'on-failing', '--wait=true']);
+          await k(['-n', FAILING_TEAM, 'delete', 'pvc', 'failing', '--wait=true']);
+          await gone(t, 'the failing PV gone', ['pv', pv]);
+          await until(
+            `${failingDisk} wiped`,
+            4 * MINUTES,
+            () => k(['get', 'nodedisk', failingDisk, '-o', 'jsonpath={.spec.desired.wipe} {.status.node.wipedFor}']),
+            (l) => /^(\S+) \1$/.test(l),
+          );
+        } finally {
+          // Nothing of the FUSE file may outlive the test: not the bind on the node, not a container's copy of it.
+          await onNode(env, node, ['sh', '-c', `umount ${image}; rm -f ${image}`]).catch(() => undefined);
+          await restartAgent().catch((err: Error) => t.log(`the agent pod was not restarted: ${err.message}`));
+          await disk.close().catch((err: Error) => t.log(err.message));
+        }
+      },
+    );
   }
 
   test.serial('Ctrl-C tears the cluster down: no loop device, mount, namespace or cgroup left', async (t) => {
