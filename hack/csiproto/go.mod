@@ -5,11 +5,12 @@ module nodedisks.local/hack/csiproto
 go 1.26
 
 require (
-	github.com/container-storage-interface/spec v1.13.0
+	github.com/container-storage-interface/spec v1.9.0
 	k8s.io/kubelet v0.35.4
 )
 
 require (
+	github.com/golang/protobuf v1.5.4 // indirect
 	golang.org/x/net v0.55.0 // indirect
 	golang.org/x/sys v0.45.0 // indirect
 	golang.org/x/text v0.37.0 // indirect

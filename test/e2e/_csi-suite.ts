@@ -629,9 +629,12 @@ ${SLEEP}`;
             (o) => o.includes(`${node} 80Mi`),
           );
           await apply('failing-pvc', pvc(FAILING_TEAM, 'failing', '70Mi'));
+          // A new file each half second, written and synced, as a database makes its segments: its inode and
+          // directory entry are the filesystem's own writes, which the journal must commit.
           const writer = `const fs = require('fs');
+let i = 0;
 setInterval(() => {
-  try { const fd = fs.openSync('/data/log', 'a'); fs.writeSync(fd, Buffer.alloc(65536, 120)); fs.fsyncSync(fd); fs.closeSync(fd); }
+  try { const fd = fs.openSync('/data/seg-' + i++, 'w'); fs.writeSync(fd, Buffer.alloc(65536, 120)); fs.fsyncSync(fd); fs.closeSync(fd); }
   catch (e) { console.log(e.code); }
 }, 500);`;
           await apply('failing-pod', pvcPod(FAILING_TEAM, 'on-failing', 'failing', writer, { node, user: true }));
@@ -640,6 +643,23 @@ setInterval(() => {
           t.is(await diskOf(pv), failingDisk, 'the PVC got the failing disk (what this test stands for)');
 
           await disk.set('fail writes');
+          // What the driver and the kubelet say of the volume, should the event not come.
+          const diagnose = async () => {
+            const [agentPod = ''] = (await agentOn()).split(' ');
+            const metrics = await k(['get', '--raw', `/api/v1/namespaces/${NS}/pods/${agentPod}:8083/proxy/metrics`]).catch((err: Error) => err.message);
+            t.log(
+              metrics
+                .split('\n')
+                .filter((l) => l.includes('NodeGetVolumeStats') && l.includes('_count'))
+                .join('\n'),
+            );
+            const summary = await k(['get', '--raw', `/api/v1/nodes/${node}/proxy/stats/summary`]).catch((err: Error) => err.message);
+            t.log(
+              JSON.stringify(
+                (JSON.parse(summary) as { pods?: { podRef: { name: string }; volume?: unknown }[] }).pods?.find((p) => p.podRef.name === 'on-failing')?.volume ?? summary.slice(0, 500),
+              ),
+            );
+          };
           // The kubelet asks the node side for the volume's stats at its own period (a minute, jittered).
           const told = await until(
             'the kubelet tells the pod its volume is abnormal',
@@ -656,7 +676,10 @@ setInterval(() => {
                 'jsonpath={range .items[*]}{.type} {.source.component} {.message}{"\\n"}{end}',
               ]),
             (o) => o.trim() !== '',
-          );
+          ).catch(async (err: unknown) => {
+            await diagnose().catch((e: Error) => t.log(`no diagnosis: ${e.message}`));
+            throw err;
+          });
           t.log(told.trim());
           t.regex(told, /^Warning kubelet Volume d: the ext4 filesystem on this volume \(loop\d+\) went read-only after IO errors; /m);
           const healthy = await until(
@@ -697,7 +720,10 @@ setInterval(() => {
             (l) => /^(\S+) \1$/.test(l),
           );
         } finally {
-          // Nothing of the FUSE file may outlive the test: not the bind on the node, not a container's copy of it.
+          // Nothing of the FUSE file may outlive the test: not the volume on it, not the bind on the node, not a container's copy of it.
+          await disk.set('heal').catch(() => undefined);
+          await k(['-n', FAILING_TEAM, 'delete', 'pod', 'on-failing', '--ignore-not-found', '--wait=true']).catch(() => undefined);
+          await k(['-n', FAILING_TEAM, 'delete', 'pvc', 'failing', '--ignore-not-found', '--wait=true', '--timeout=180s']).catch(() => undefined);
           await onNode(env, node, ['sh', '-c', `umount ${image}; rm -f ${image}`]).catch(() => undefined);
           await restartAgent().catch((err: Error) => t.log(`the agent pod was not restarted: ${err.message}`));
           await disk.close().catch((err: Error) => t.log(err.message));

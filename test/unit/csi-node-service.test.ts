@@ -2,7 +2,9 @@
 // recording stand-in: calls for one volume run one after the other, never side by side, and a second
 // call waits for the first instead of failing (two pods of one ReadWriteOnce PVC on one node).
 import test from 'ava';
+import protobuf, { type INamespace } from 'protobufjs';
 import type { CsiError } from '../../csi/errors.ts';
+import csiDescriptor from '../../csi/proto/generated/csi.json' with { type: 'json' };
 import { NodeService, type NodeVolumes } from '../../csi/node-service.ts';
 import type { NodePublishVolumeRequest } from '../../csi/types.ts';
 
@@ -89,4 +91,25 @@ test("the node advertises VOLUME_CONDITION and NodeGetVolumeStats passes the vol
     usage: [{ unit: 'BYTES', total: 4096, available: 0, used: 0 }],
     volume_condition: condition,
   });
+});
+
+test("the volume's condition and the VOLUME_CONDITION capability reach the wire as the kubelet reads them (CSI spec v1.9: capability 4, field 2), not only the handler's answer", async (t) => {
+  const r = recordingVolumes();
+  const condition = { abnormal: true, message: 'the ext4 filesystem on this volume (loop3) went read-only after IO errors.' };
+  const service = new NodeService({ nodeName: NODE, diskDir: '/disks', volumes: { ...r.volumes, volumeStats: async () => ({ kind: 'block', bytes: { total: 4096 }, condition }) } });
+  // Encoded and decoded by the descriptor the driver serves, as grpc-js does: a field or an enum name the
+  // descriptor lacks is dropped without a word.
+  const root = protobuf.Root.fromJSON(csiDescriptor as unknown as INamespace);
+  const wire = (type: string, answer: object) => {
+    const T = root.lookupType(`csi.v1.${type}`);
+    return T.toObject(T.decode(T.encode(T.fromObject(answer)).finish()), { enums: Number });
+  };
+  const caps = wire('NodeGetCapabilitiesResponse', await service.handlers.NodeGetCapabilities()) as { capabilities: { rpc: { type: number } }[] };
+  t.deepEqual(
+    caps.capabilities.map((c) => c.rpc.type),
+    [1, 2, 4],
+    'STAGE_UNSTAGE_VOLUME, GET_VOLUME_STATS, VOLUME_CONDITION',
+  );
+  const stats = wire('NodeGetVolumeStatsResponse', await service.handlers.NodeGetVolumeStats({ volume_id: VOLUME, volume_path: '/pods/a/dev', staging_target_path: '' }));
+  t.deepEqual((stats as { volume_condition?: unknown }).volume_condition, condition);
 });
