@@ -1,5 +1,6 @@
 // The CSI spec and the kubelet's plugin-registration API, whose .proto files hack/csiproto/generate.ts
-// turns into the descriptors the CSI driver serves (nothing is built from this module).
+// turns into the descriptors the CSI driver serves (nothing is built from this module). The spec is the
+// version the kubelet speaks (Kubernetes' own go.mod), not the newest: docs/adr/0039-csi-driver.md.
 module nodedisks.local/hack/csiproto
 
 go 1.26

@@ -75,6 +75,48 @@ export async function csiSuite(INSTALL: 'kustomize' | 'helm'): Promise<void> {
     return line.split(' ');
   }
 
+  /** The agent pod of a node and whether its two containers are ready: "<name> true true". */
+  const agentOn = (node: string) =>
+    k([
+      '-n',
+      NS,
+      'get',
+      'pods',
+      '-l',
+      'app.kubernetes.io/name=node-disks-agent',
+      '--field-selector',
+      `spec.nodeName=${node}`,
+      '-o',
+      'jsonpath={.items[0].metadata.name} {.items[0].status.containerStatuses[*].ready}',
+    ]);
+
+  /** The agent pod of a node (the agent and csi-node) deleted, and its successor ready. */
+  async function restartAgentOn(node: string): Promise<void> {
+    const [old = ''] = (await agentOn(node)).split(' ');
+    await k(['-n', NS, 'delete', 'pod', old, '--wait=true']);
+    await until(
+      `a new agent pod on ${node} ready`,
+      4 * MINUTES,
+      () => agentOn(node),
+      (l) => !l.startsWith(old) && l.endsWith('true true'),
+    );
+  }
+
+  /** Each node's published CSIStorageCapacity, a line each: "<node> <capacity> <maximumVolumeSize>". */
+  const capacities = () =>
+    k([
+      '-n',
+      NS,
+      'get',
+      'csistoragecapacities',
+      '-o',
+      'jsonpath={range .items[*]}{.nodeTopology.matchLabels.topology\\.nodedisks\\.localtest\\.example\\.com/node} {.capacity} {.maximumVolumeSize}{"\\n"}{end}',
+    ]);
+
+  /** The events of a namespace that a field selector picks, a line each: "<type> <source component> <message>". */
+  const events = (ns: string, selector: string) =>
+    k(['-n', ns, 'get', 'events', '--field-selector', selector, '-o', 'jsonpath={range .items[*]}{.type} {.source.component} {.message}{"\\n"}{end}']);
+
   async function baselineNamespace(ns: string): Promise<void> {
     await k(['create', 'namespace', ns]);
     await k(['label', 'namespace', ns, 'pod-security.kubernetes.io/enforce=baseline', 'pod-security.kubernetes.io/enforce-version=latest']);
@@ -104,20 +146,7 @@ export async function csiSuite(INSTALL: 'kustomize' | 'helm'): Promise<void> {
     }
     t.is(await k(['get', 'node', M02, '-o', 'jsonpath={.metadata.labels.topology\\.nodedisks\\.localtest\\.example\\.com/node}']), M02);
     // Three 64 MiB disks free on each node: the largest free disk is what the scheduler compares a PVC with.
-    const caps = await until(
-      'CSIStorageCapacity for every node',
-      3 * MINUTES,
-      () =>
-        k([
-          '-n',
-          NS,
-          'get',
-          'csistoragecapacities',
-          '-o',
-          'jsonpath={range .items[*]}{.nodeTopology.matchLabels.topology\\.nodedisks\\.localtest\\.example\\.com/node} {.capacity} {.maximumVolumeSize}{"\\n"}{end}',
-        ]),
-      (o) => NODE_NAMES.every((n) => o.includes(`${n} 192Mi 64Mi`)),
-    );
+    const caps = await until('CSIStorageCapacity for every node', 3 * MINUTES, capacities, (o) => NODE_NAMES.every((n) => o.includes(`${n} 192Mi 64Mi`)));
     t.log(caps);
   });
 
@@ -185,28 +214,7 @@ setInterval(() => {}, 1 << 30);`;
   test.serial('the agent and the node side restarted under a running pod keep its mount: the pod reads and writes on, and its volume is unmounted cleanly afterwards', async (t) => {
     t.timeout(8 * MINUTES);
     const [, node = ''] = await running(TEAM, 'db-1');
-    const agentPod = (
-      await k(['-n', NS, 'get', 'pods', '-l', 'app.kubernetes.io/name=node-disks-agent', '--field-selector', `spec.nodeName=${node}`, '-o', 'jsonpath={.items[0].metadata.name}'])
-    ).trim();
-    await k(['-n', NS, 'delete', 'pod', agentPod, '--wait=true']);
-    await until(
-      `a new agent pod on ${node} ready`,
-      4 * MINUTES,
-      () =>
-        k([
-          '-n',
-          NS,
-          'get',
-          'pods',
-          '-l',
-          'app.kubernetes.io/name=node-disks-agent',
-          '--field-selector',
-          `spec.nodeName=${node}`,
-          '-o',
-          'jsonpath={.items[0].metadata.name} {.items[0].status.containerStatuses[*].ready}',
-        ]),
-      (l) => !l.startsWith(agentPod) && l.endsWith('true true'),
-    );
+    await restartAgentOn(node);
     t.is(
       await k(['-n', TEAM, 'exec', 'db-1', '--', '/nodejs/bin/node', '-e', "const fs=require('fs');fs.writeFileSync('/data/after','x');console.log(fs.readFileSync('/data/who','utf8'))"]),
       'db-1\n',
@@ -581,30 +589,13 @@ ${SLEEP}`;
         truncateSync(backing, 80 * 2 ** 20);
         const image = `${DISK_DIR}/failing.img`;
         const disk = await FaultyDisk.serve(await ensureFaultyDisk(), backing, join(dir, 'mnt'), 'disk.img', ['nsenter', '-t', String(holderPid(spec)), '--mount', '--']);
-        const agentOn = () =>
-          k([
-            '-n',
-            NS,
-            'get',
-            'pods',
-            '-l',
-            'app.kubernetes.io/name=node-disks-agent',
-            '--field-selector',
-            `spec.nodeName=${node}`,
-            '-o',
-            'jsonpath={.items[0].metadata.name} {.items[0].status.containerStatuses[*].ready}',
-          ]);
-        /** The agent pod on the node deleted and back, ready: its containers see the node's disk dir as it is now (a hostPath takes the mounts under it when a container starts, not later). */
-        const restartAgent = async () => {
-          const [old = ''] = (await agentOn()).split(' ');
-          await k(['-n', NS, 'delete', 'pod', old, '--wait=true']);
-          await until(`a new agent pod on ${node} ready`, 4 * MINUTES, agentOn, (l) => !l.startsWith(old) && l.endsWith('true true'));
-        };
         const failingDisk = `node-disk-${node}-failing`;
         try {
           await baselineNamespace(FAILING_TEAM);
           await onNode(env, node, ['sh', '-c', `touch ${image} && mount --bind ${join(dir, 'mnt', 'disk.img')} ${image}`]);
-          await restartAgent();
+          // A container sees the mounts under a hostPath as they were when it started: the agent and
+          // csi-node start again to see the failing file, not the empty one under it.
+          await restartAgentOn(node);
           await until(
             `${failingDisk} Available`,
             3 * MINUTES,
@@ -612,22 +603,8 @@ ${SLEEP}`;
             (l) => l === `Available ${80 * 2 ** 20}`,
           );
 
-          t.log(await k(['get', 'nodedisk', failingDisk, '-o', 'jsonpath={.status.node}']));
           // The scheduler places the pod by the capacity the provisioner published from GetCapacity (polled each minute).
-          await until(
-            `CSIStorageCapacity of ${node} with the 80 MiB disk as its largest`,
-            3 * MINUTES,
-            () =>
-              k([
-                '-n',
-                NS,
-                'get',
-                'csistoragecapacities',
-                '-o',
-                'jsonpath={range .items[*]}{.nodeTopology.matchLabels.topology\\.nodedisks\\.localtest\\.example\\.com/node} {.maximumVolumeSize}{"\\n"}{end}',
-              ]),
-            (o) => o.includes(`${node} 80Mi`),
-          );
+          await until(`CSIStorageCapacity of ${node} with the 80 MiB disk as its largest`, 3 * MINUTES, capacities, (o) => new RegExp(`^${node} \\S+ 80Mi$`, 'm').test(o));
           await apply('failing-pvc', pvc(FAILING_TEAM, 'failing', '70Mi'));
           // A new file each half second, written and synced, as a database makes its segments: its inode and
           // directory entry are the filesystem's own writes, which the journal must commit.
@@ -645,7 +622,7 @@ setInterval(() => {
           await disk.set('fail writes');
           // What the driver and the kubelet say of the volume, should the event not come.
           const diagnose = async () => {
-            const [agentPod = ''] = (await agentOn()).split(' ');
+            const [agentPod = ''] = (await agentOn(node)).split(' ');
             const metrics = await k(['get', '--raw', `/api/v1/namespaces/${NS}/pods/${agentPod}:8083/proxy/metrics`]).catch((err: Error) => err.message);
             t.log(
               metrics
@@ -664,17 +641,7 @@ setInterval(() => {
           const told = await until(
             'the kubelet tells the pod its volume is abnormal',
             6 * MINUTES,
-            () =>
-              k([
-                '-n',
-                FAILING_TEAM,
-                'get',
-                'events',
-                '--field-selector',
-                'involvedObject.name=on-failing,reason=VolumeConditionAbnormal',
-                '-o',
-                'jsonpath={range .items[*]}{.type} {.source.component} {.message}{"\\n"}{end}',
-              ]),
+            () => events(FAILING_TEAM, 'involvedObject.name=on-failing,reason=VolumeConditionAbnormal'),
             (o) => o.trim() !== '',
           ).catch(async (err: unknown) => {
             await diagnose().catch((e: Error) => t.log(`no diagnosis: ${e.message}`));
@@ -692,17 +659,7 @@ setInterval(() => {
           const team = await until(
             "a DiskFailing Warning on the team's PVC",
             3 * MINUTES,
-            () =>
-              k([
-                '-n',
-                FAILING_TEAM,
-                'get',
-                'events',
-                '--field-selector',
-                'involvedObject.kind=PersistentVolumeClaim,involvedObject.name=failing,reason=DiskFailing',
-                '-o',
-                'jsonpath={range .items[*]}{.type} {.message}{"\\n"}{end}',
-              ]),
+            () => events(FAILING_TEAM, 'involvedObject.kind=PersistentVolumeClaim,involvedObject.name=failing,reason=DiskFailing'),
             (o) => o.trim() !== '',
           );
           t.regex(team, /^Warning /);
@@ -725,7 +682,7 @@ setInterval(() => {
           await k(['-n', FAILING_TEAM, 'delete', 'pod', 'on-failing', '--ignore-not-found', '--wait=true']).catch(() => undefined);
           await k(['-n', FAILING_TEAM, 'delete', 'pvc', 'failing', '--ignore-not-found', '--wait=true', '--timeout=180s']).catch(() => undefined);
           await onNode(env, node, ['sh', '-c', `umount ${image}; rm -f ${image}`]).catch(() => undefined);
-          await restartAgent().catch((err: Error) => t.log(`the agent pod was not restarted: ${err.message}`));
+          await restartAgentOn(node).catch((err: Error) => t.log(`the agent pod was not restarted: ${err.message}`));
           await disk.close().catch((err: Error) => t.log(err.message));
         }
       },
