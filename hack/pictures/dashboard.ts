@@ -10,12 +10,13 @@ import { mkdir, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeDiskClient } from '../../api/client.ts';
-import { DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
+import { CSI_TOPOLOGY_KEY, DEFAULT_SYSTEM_NAMESPACE, LABEL_AUTO_RESERVE } from '../../api/constants.ts';
 import { loadKubeConfig } from '../../lib/kube/kubeconfig.ts';
 import { RestClient } from '../../lib/kube/rest.ts';
 import { ControlPlane } from '../controlplane/controlplane.ts';
 import { REPO_ROOT } from '../lib/paths.ts';
-import { type Program, seedDisks, startAgent, startController } from '../lib/programs.ts';
+import { type Program, seedDisks, startAgent, startController, startCsiController, startCsiNode } from '../lib/programs.ts';
+import { csiClient } from '../lib/csi-client.ts';
 import { eventually } from '../lib/wait.ts';
 import { Prometheus } from '../promtool/prometheus.ts';
 import { allPanels, type Dashboard, gnuplotScript, type Series, substitute } from './dashboard-plot.ts';
@@ -69,6 +70,12 @@ async function main(): Promise<void> {
       agents.set(node, agent);
       started.push(agent);
     }
+    // The CSI driver, both sides: asked for capacity per node as csi-provisioner polls it, and for the node's
+    // capabilities as a kubelet asks before a volume's stats (its call panels).
+    const csiController = await startCsiController(cp, { logDir, csiAddress: join(work, 'csi.sock') });
+    started.push(csiController);
+    const csiNode = startCsiNode({ logDir, csiAddress: join(work, 'csi-node.sock'), node: 'node-a', diskDir: join(work, 'node-a') });
+    started.push(csiNode);
     const port = (p: Program) => eventually(`${p.name}'s http port`, async () => Number(/"httpPort":(\d+)/.exec(p.logsOfThisRun())?.[1]) || undefined, 60_000);
     // Target labels as the PodMonitor and the ServiceMonitor give them (kustomize/components/prometheus-operator).
     prom = await Prometheus.start({
@@ -83,8 +90,24 @@ async function main(): Promise<void> {
             })),
           ),
         },
+        // As the two PodMonitors label them: csi-node with the agent's pod and node, the CSI controller with none.
+        {
+          job: 'node-disks-agent-csi',
+          targets: [{ address: `127.0.0.1:${await port(csiNode)}`, labels: { namespace: DEFAULT_SYSTEM_NAMESPACE, pod: 'node-disks-agent-node-a', node: 'node-a' } }],
+        },
+        {
+          job: 'node-disks-csi-controller',
+          targets: [{ address: `127.0.0.1:${await port(csiController)}`, labels: { namespace: DEFAULT_SYSTEM_NAMESPACE, pod: 'node-disks-csi-controller-0' } }],
+        },
       ],
     });
+    const controllerSide = csiClient(join(work, 'csi.sock'), 'Controller');
+    const nodeSide = csiClient(join(work, 'csi-node.sock'), 'Node');
+    const mountCap = { access_mode: { mode: 'SINGLE_NODE_WRITER' }, mount: { fs_type: 'ext4', mount_flags: [] } };
+    const polling = setInterval(() => {
+      for (const node of NODES) void controllerSide.call.GetCapacity({ volume_capabilities: [mountCap], accessible_topology: { segments: { [CSI_TOPOLOGY_KEY]: node } } }).catch(() => undefined);
+      void nodeSide.call.NodeGetCapabilities({}).catch(() => undefined);
+    }, 2000);
     await eventually('every disk reported', async () => (await client.list()).items.filter((d) => d.status?.node?.phase === 'Available').length === NODES.length * DISKS_PER_NODE, 60_000);
     const start = Math.floor(Date.now() / 1000);
     const disks = (await client.list()).items.map((d) => d.metadata.name ?? '').sort();
@@ -112,6 +135,9 @@ async function main(): Promise<void> {
       await step();
       await sleep(STEP_MS);
     }
+    clearInterval(polling);
+    controllerSide.close();
+    nodeSide.close();
     const end = Math.floor(Date.now() / 1000);
     const data = new Map<number, Series[][]>();
     for (const p of allPanels(dash)) {

@@ -1,8 +1,9 @@
 // What the alert and dashboard tests ask of a PromQL expression: the metric names it reads, and whether
-// each is one the agent or the controller exports (so a typo'd metric fails in npm test, before any
-// Prometheus runs the query).
+// each is one the agent, the controller or the CSI driver exports (so a typo'd metric fails in npm test,
+// before any Prometheus runs the query).
 import { agentMetrics } from '../../agent/metrics.ts';
 import { controllerMetrics } from '../../controller/metrics.ts';
+import { csiMetrics } from '../../csi/metrics.ts';
 
 const KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan']);
 
@@ -16,10 +17,10 @@ export function metricNames(expr: string): string[] {
   return [...bare.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)(\s*\()?/g)].filter(([name, , call]) => !call && !KEYWORDS.has(name!.toLowerCase())).map(([name]) => name!);
 }
 
-/** Every metric name the agent and the controller export, a histogram's _bucket, _sum and _count included. */
+/** Every metric name the agent, the controller and the CSI driver export, a histogram's _bucket, _sum and _count included. */
 export async function exportedMetricNames(): Promise<Set<string>> {
   const names = new Set<string>();
-  for (const { registry } of [agentMetrics(), controllerMetrics(() => true)]) {
+  for (const { registry } of [agentMetrics(), controllerMetrics(() => true), csiMetrics()]) {
     for (const f of await registry.getMetricsAsJSON()) {
       names.add(f.name);
       if (String(f.type) === 'histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(f.name + s);

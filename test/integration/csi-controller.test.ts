@@ -20,7 +20,7 @@ import { newClaim } from '../../hack/lib/nodedisks.ts';
 import { REPO_ROOT } from '../../hack/lib/paths.ts';
 import { type Program, startAgent, startController, startCsiController } from '../../hack/lib/programs.ts';
 import { eventually } from '../../hack/lib/wait.ts';
-import { type CsiClient, csiClient, statusOf } from '../harness/csi-client.ts';
+import { type CsiClient, csiClient, statusOf } from '../../hack/lib/csi-client.ts';
 import { execResult } from '../harness/exec.ts';
 import { denied, nodeDisksFor, useControlPlane } from './_controlplane.ts';
 

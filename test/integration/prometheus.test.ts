@@ -19,7 +19,7 @@ import { eventually } from '../../hack/lib/wait.ts';
 import { ensurePromql, vectorSelectors } from '../../hack/promql/promql.ts';
 import { Prometheus, type Alert } from '../../hack/promtool/prometheus.ts';
 import { SHORT_FOR, shippedRuleGroups, withShortFor, type Rule } from '../../hack/promtool/rules.ts';
-import { csiClient } from '../harness/csi-client.ts';
+import { csiClient } from '../../hack/lib/csi-client.ts';
 import { nodeDisksFor, restFor, useControlPlane } from './_controlplane.ts';
 
 const controlPlane = useControlPlane(test);

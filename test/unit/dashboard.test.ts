@@ -109,7 +109,7 @@ async function metricProblems(d: Dashboard): Promise<string[]> {
     for (const q of p.targets ?? []) {
       const used = metricNames(concreteExpr(q.expr ?? ''));
       if (used.length === 0) problems.push(`${name(p)} ${q.refId}: reads no metric`);
-      for (const m of used) if (!exported.has(m)) problems.push(`${name(p)} ${q.refId} reads ${m}, which neither the agent nor the controller exports`);
+      for (const m of used) if (!exported.has(m)) problems.push(`${name(p)} ${q.refId} reads ${m}, which none of the agent, the controller and the CSI driver exports`);
     }
   }
   return problems;
@@ -189,12 +189,12 @@ test('no two panels overlap on the 24-column grid; an overlap or a panel off the
   t.true(gridProblems(e).some((p) => p.endsWith('off the 24-column grid')));
 });
 
-test('every metric a query reads is one the agent or the controller exports; a typo is found', async (t) => {
+test('every metric a query reads is one the agent, the controller or the CSI driver exports; a typo is found', async (t) => {
   t.deepEqual(await metricProblems(dashboard), []);
   const d = copy();
   const p = dataPanels(d)[0]!;
   p.targets![0]!.expr = p.targets![0]!.expr!.replace('nodedisks_controller_nodedisks', 'nodedisks_controller_nodedisk');
-  t.deepEqual(await metricProblems(d), [`${name(p)} A reads nodedisks_controller_nodedisk, which neither the agent nor the controller exports`]);
+  t.deepEqual(await metricProblems(d), [`${name(p)} A reads nodedisks_controller_nodedisk, which none of the agent, the controller and the CSI driver exports`]);
 });
 
 test('template variables are replaced in a plain PromQL query; anything else with a $ is left for promtool to refuse', (t) => {

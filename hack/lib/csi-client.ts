@@ -1,5 +1,5 @@
-// A CSI client for tests: the driver's services over its unix socket, each call a promise that rejects
-// with the gRPC status (code and details) the driver answered.
+// A CSI client for tests and dev tools (the dashboard picture): the driver's services over its unix
+// socket, each call a promise that rejects with the gRPC status (code and details) the driver answered.
 import * as grpc from '@grpc/grpc-js';
 import { clientConstructors } from '../../csi/proto/load.ts';
 
