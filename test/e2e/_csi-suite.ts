@@ -23,7 +23,7 @@ export async function csiSuite(INSTALL: 'kustomize' | 'helm'): Promise<void> {
   const before = await readSysctls();
   const cluster = clusterForFile(test, INSTALL === 'helm' ? ['--install=helm'] : []);
   const { dataDir, env } = cluster;
-  const { k } = nodeDisksE2E(dataDir, env, cluster.kubectl);
+  const { k, ndName } = nodeDisksE2E(dataDir, env, cluster.kubectl);
   const plugin = (args: string[]) => runPlugin(cluster.kubectl(), join(dataDir, 'kubeconfig'), args);
 
   async function apply(name: string, manifest: unknown): Promise<void> {
@@ -589,7 +589,7 @@ ${SLEEP}`;
         truncateSync(backing, 80 * 2 ** 20);
         const image = `${DISK_DIR}/failing.img`;
         const disk = await FaultyDisk.serve(await ensureFaultyDisk(), backing, join(dir, 'mnt'), 'disk.img', ['nsenter', '-t', String(holderPid(spec)), '--mount', '--']);
-        const failingDisk = `node-disk-${node}-failing`;
+        const failingDisk = ndName(node, 'failing');
         try {
           await baselineNamespace(FAILING_TEAM);
           await onNode(env, node, ['sh', '-c', `touch ${image} && mount --bind ${join(dir, 'mnt', 'disk.img')} ${image}`]);

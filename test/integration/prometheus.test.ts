@@ -3,7 +3,7 @@
 // Prometheus' own PromQL parser lists them, hack/promql) has series, so a typo'd metric or label fails;
 // an agent stopped with SIGSTOP fires the stale-agent alert and it clears after SIGCONT; a refused
 // reservation fires its alert and it clears once the label is removed; every query of the Grafana
-// dashboard returns series from the same Prometheus, which also scrapes the CSI driver's controller side.
+// dashboard returns series from the same Prometheus, which also scrapes both sides of the CSI driver.
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
