@@ -8,6 +8,10 @@
 // the shipped one (kustomize/agent/daemonset.yaml), e.g. CSI_NODE_OPTIONS= (empty) for V8's defaults.
 // CSI_TOOL_RUNNER=1 runs `csi-node` with --tool-runner (its tools started by nodedisks-toolrunner, ADR 48);
 // CSI_FORMATS_AT_ONCE=<n> with --formats-at-once=<n> (mkfs runs at once on a node).
+// DISKS_PER_NODE=<n> seeds n disk images a node instead of just enough for the largest round (issue 41's
+// memory goal is at 300 disks). The node side's memory is also taken per node as what its agent and
+// csi-node hold together, each physical page once (hack/lib/page-frames.ts), and as the agent pod's working
+// set (its memory cgroup: usage less inactive file pages, what the kubelet evicts by).
 // KEEP_LOGS=1 keeps the cluster's logs (the pods' and the kubelets') of a run that passed too, to read the
 // provisioner's and the drivers' own account of a round.
 import { spawn } from 'node:child_process';
@@ -24,6 +28,7 @@ import { type CallHistograms, combine, parseCallHistograms, parseHistograms, qua
 import { quantile } from './lib/samples.ts';
 import { type KubeletVolumeTimes, kubeletVolumeTimes, type Step, step } from './lib/volume-timeline.ts';
 import { startRecord } from './lib/results.ts';
+import { distinctMiB } from '../hack/lib/page-frames.ts';
 
 const COUNTS = (process.env.COUNTS ?? '30,100').split(',').map(Number);
 /** NODE_OPTIONS for the `csi-node` containers (e.g. `--jitless`), to measure a runtime flag; unset: as shipped. */
@@ -32,8 +37,8 @@ const KEEP_LOGS = process.env.KEEP_LOGS === '1';
 const CSI_TOOL_RUNNER = process.env.CSI_TOOL_RUNNER === '1';
 const CSI_FORMATS_AT_ONCE = process.env.CSI_FORMATS_AT_ONCE;
 const MiB = 2 ** 20;
-/** Disk images added on each node: enough for the largest round, with a spare each. */
-const PER_NODE = Math.ceil(Math.max(...COUNTS) / NODE_NAMES.length) + 3;
+/** Disk images added on each node: enough for the largest round, with a spare each, or DISKS_PER_NODE. */
+const PER_NODE = Math.max(Math.ceil(Math.max(...COUNTS) / NODE_NAMES.length) + 3, Number(process.env.DISKS_PER_NODE ?? 0));
 const DISK_BYTES = 32 * MiB;
 const record = startRecord('csi-pods', {
   counts: COUNTS.join(','),
@@ -535,6 +540,55 @@ function rssOf(re: RegExp): number[] {
   }
   return out.map((x) => Math.round(x * 10) / 10);
 }
+/** The local cluster node (m02…) whose cgroup a process runs in, if any. */
+function clusterNodeOf(pid: string): string | undefined {
+  return /\/ndc-(m\d+)\//.exec(readFileSync(`/proc/${pid}/cgroup`, 'utf8'))?.[1];
+}
+
+/** The node side of each node: its agent, csi-node and tool runner processes, and the pod they run in. */
+const NODE_SIDE = /node-disks-agent\.mjs|node-disks-csi\.mjs node|nodedisks-toolrunner/;
+
+type NodeSideMemory = {
+  /** Each process's VmRSS added up: a page two of them map counts twice. */
+  vmRssSumMiB: number;
+  /** The distinct physical pages they map together, each once. */
+  togetherMiB: number;
+  /** The agent pod's memory cgroup: usage less inactive file pages (cAdvisor's working set). */
+  podWorkingSetMiB: number;
+};
+
+/** Per node, the memory of its node side (NodeSideMemory). */
+async function nodeSideMemory(): Promise<Record<string, NodeSideMemory>> {
+  const byNode = new Map<string, { pids: number[]; rss: number; podCgroup?: string }>();
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const node = clusterNodeOf(pid);
+      if (!node || !NODE_SIDE.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '))) continue;
+      const entry = byNode.get(node) ?? { pids: [], rss: 0 };
+      entry.pids.push(Number(pid));
+      entry.rss += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+      // The container's memory cgroup; its parent is the pod's.
+      const container = /^\d+:memory:(\/.*)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, 'utf8'))?.[1];
+      if (container && /node-disks-agent\.mjs/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))) entry.podCgroup = join('/sys/fs/cgroup/memory', container, '..');
+      byNode.set(node, entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: Record<string, NodeSideMemory> = {};
+  const round1 = (x: number) => Math.round(x * 10) / 10;
+  for (const [node, { pids, rss, podCgroup }] of [...byNode].sort()) {
+    let workingSet = Number.NaN;
+    if (podCgroup) {
+      const usage = Number(readFileSync(join(podCgroup, 'memory.usage_in_bytes'), 'utf8'));
+      const inactive = Number(/^total_inactive_file (\d+)$/m.exec(readFileSync(join(podCgroup, 'memory.stat'), 'utf8'))?.[1] ?? 0);
+      workingSet = (usage - inactive) / MiB;
+    }
+    out[node] = { vmRssSumMiB: round1(rss), togetherMiB: round1(await distinctMiB(pids)), podWorkingSetMiB: round1(workingSet) };
+  }
+  return out;
+}
+
 const memory = () => ({
   agent: rssOf(/node-disks-agent\.mjs/),
   csiNode: rssOf(/node-disks-csi\.mjs node/),
@@ -565,13 +619,18 @@ try {
   await waitFor(`${PER_NODE * NODE_NAMES.length} disks Available`, 10, async () => (await freeDisks()) === PER_NODE * NODE_NAMES.length);
   await sleep(20_000);
   const idle = memory();
+  const idleNodeSide = await nodeSideMemory();
   idleShims = shims().filter((x) => x.children > 0).length;
   const rounds: Round[] = [];
   let peak = idle;
+  let peakNodeSide = idleNodeSide;
   for (const count of COUNTS) {
     rounds.push(await round('emptyDir', count));
     rounds.push(await round('pvc', count));
-    if (count === Math.max(...COUNTS)) peak = memory();
+    if (count === Math.max(...COUNTS)) {
+      peak = memory();
+      peakNodeSide = await nodeSideMemory();
+    }
   }
   console.log('| pods | volume | Running p50 | p95 | last | API writes (not Leases) |');
   console.log('| --- | --- | --- | --- | --- | --- |');
@@ -586,7 +645,19 @@ try {
   console.log(
     `memory after the largest round: agent ${fmt(peak.agent)}; csi-node ${fmt(peak.csiNode)}; tool runner ${fmt(peak.toolRunner)}; csi-controller ${fmt(peak.csiController)}; csi-provisioner ${fmt(peak.csiProvisioner)}`,
   );
-  record.save({ rounds: rounds.map((r) => ({ ...r })), memoryIdleMiB: idle, memoryAfterMiB: peak });
+  const nodeSideLine = (m: Record<string, NodeSideMemory>) =>
+    Object.entries(m)
+      .map(([node, x]) => `${node} ${x.togetherMiB} MiB together (VmRSS added up ${x.vmRssSumMiB}, pod working set ${x.podWorkingSetMiB})`)
+      .join('; ');
+  console.log(`node side, idle: ${nodeSideLine(idleNodeSide)}`);
+  console.log(`node side, after the largest round: ${nodeSideLine(peakNodeSide)}`);
+  record.save({
+    rounds: rounds.map((r) => ({ ...r })),
+    memoryIdleMiB: idle,
+    memoryAfterMiB: peak,
+    nodeSideIdleMiB: idleNodeSide,
+    nodeSideAfterMiB: peakNodeSide,
+  });
   // The pods' logs go with the cluster's teardown: taken while it still runs.
   if (KEEP_LOGS) collectPodLogs(dataDir);
 } catch (err) {

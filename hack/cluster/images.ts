@@ -1,12 +1,12 @@
 // The local cluster's images, built without Docker from hack/lib/image-spec.ts (the one definition
 // the Dockerfile is generated from, too): for each image there, the Node 24 runtime (the pinned binary
-// and the shared libraries it links, from this Debian 12 host: the same base as
-// distroless/nodejs24-debian12), <distDir>/ and LICENSE in APP_DIR, its user and entrypoint; plus
-// pause, the pod sandbox process (hack/controlplane/pause), since registry.k8s.io cannot be pulled.
-// The CSI images (buildCsiImages) are built only for the cluster: the driver's, the Node runtime and
-// dist/csi with this host's losetup, mount, mkfs.ext4 & co. and their libraries, mkfs.xfs from Debian's
-// package; and csi-provisioner's,
-// the binary built from its module (hack/csi/tools.ts), as its upstream image has it.
+// and the shared libraries it links, from this Debian 12 host: the distribution of the Dockerfile's bases),
+// <distDir>/ and LICENSE in APP_DIR, its user and entrypoint; plus pause, the pod sandbox process
+// (hack/controlplane/pause), since registry.k8s.io cannot be pulled. The agent's image and the driver's
+// start from one runtime layer, as their Dockerfile stages do. The CSI images (buildCsiImages) are built
+// only for the cluster: the driver's, the runtime layer and over it dist/csi with this host's losetup,
+// mount, mkfs.ext4 & co. and their libraries, mkfs.xfs from Debian's package; and csi-provisioner's, the
+// binary built from its module (hack/csi/tools.ts), as its upstream image has it.
 
 import { existsSync } from 'node:fs';
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
@@ -14,7 +14,7 @@ import { join, relative } from 'node:path';
 import { REPO_ROOT } from '../lib/paths.ts';
 import { APP_DIR, CSI_IMAGE, ENV, IMAGES, LEGAL_FILES, NODE_PATH, entrypoint } from '../lib/image-spec.ts';
 import { sh } from './host.ts';
-import { ociArchive, type BuiltImage, type Entry } from './oci.ts';
+import { ociArchive, ociImage, type BuiltImage, type Entry } from './oci.ts';
 import { ensureXfsprogs } from './xfsprogs.ts';
 import { ensureToolRunner } from '../csi/tools.ts';
 
@@ -83,15 +83,33 @@ export function base(): Entry[] {
   ];
 }
 
+/**
+ * The node side's runtime layer (NODE_RUNTIME in image-spec.ts): the base files and the Node binary with
+ * its libraries. The agent's image and the driver's start from this same layer, so a node's containerd
+ * unpacks it once and the two containers run one Node binary file.
+ */
+async function nodeRuntimeLayer(): Promise<Entry[]> {
+  return unique([...base(), ...(await nodeRuntime())]);
+}
+
+/** The entries of `upper` whose paths `lower` lacks: a file already in the lower layer stays that layer's. */
+function over(lower: Entry[], upper: Entry[]): Entry[] {
+  const have = new Set(lower.map((e) => e.path));
+  return unique(upper).filter((e) => !have.has(e.path));
+}
+
 /** Builds the images of image-spec.ts from dist/ (run `npm run build` first), and the pause image. */
 export async function buildImages(pauseBinary: string): Promise<BuiltImage[]> {
-  const runtime = await nodeRuntime();
+  const runtime = await nodeRuntimeLayer();
   const app = APP_DIR.slice(1);
   const legal = await Promise.all(LEGAL_FILES.map((f) => fileEntry(join(REPO_ROOT, f), `${app}/${f}`, 0o644)));
   const built: BuiltImage[] = [];
   for (const img of IMAGES) {
+    const own = [...legal, ...(await treeEntries(join(REPO_ROOT, img.distDir), app))];
+    // The controller's stands in for distroless (the same files in one layer); the agent's starts from the runtime layer.
+    const layers = img.base === 'node-runtime' ? [runtime, over(runtime, own)] : [[...runtime, ...own]];
     built.push(
-      ociArchive(imageRef(img.name), [...base(), ...runtime, ...legal, ...(await treeEntries(join(REPO_ROOT, img.distDir), app))], {
+      ociImage(imageRef(img.name), layers, {
         entrypoint: entrypoint(img),
         user: img.user,
         env: ENV,
@@ -149,7 +167,9 @@ export async function buildCsiImages(provisionerBinary: string, root = REPO_ROOT
   const dist = await csiDist(root);
   const runner = await fileEntry(await ensureToolRunner(), CSI_IMAGE.toolRunner.path.slice(1), 0o755);
   const legal = await Promise.all(LEGAL_FILES.map((f) => fileEntry(join(root, f), `${APP_DIR.slice(1)}/${f}`, 0o644)));
-  const csi = ociArchive(imageRef(CSI_IMAGE.name), unique([...base(), ...(await nodeRuntime()), ...(await csiTools()), runner, ...legal, ...dist]), {
+  const runtime = await nodeRuntimeLayer();
+  // The tools' libraries that Node loads too (libc and the like) stay the runtime layer's files.
+  const csi = ociImage(imageRef(CSI_IMAGE.name), [runtime, over(runtime, [...(await csiTools()), runner, ...legal, ...dist])], {
     entrypoint: [NODE_PATH, `${APP_DIR}/${CSI_IMAGE.main}`],
     user: CSI_IMAGE.user,
     env: ENV,

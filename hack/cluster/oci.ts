@@ -1,4 +1,4 @@
-// A small OCI image writer: one uncompressed layer from a list of files, an image config, a manifest,
+// A small OCI image writer: uncompressed layers from lists of files, an image config, a manifest,
 // and an OCI archive (oci-layout + index.json + blobs) that `ctr images import` and `docker load`
 // accept. Reproducible by construction: entries sorted, every timestamp 0, owner 0:0 unless given, no
 // "created" field, so the same inputs give the same digest.
@@ -100,15 +100,26 @@ export interface BuiltImage {
   name: string;
   /** The manifest digest: what a registry and `crictl images --digests` report. */
   digest: string;
-  /** The uncompressed layer size in bytes. */
+  /** The uncompressed size of its layers in bytes, all of them. */
   layerBytes: number;
+  /** Each layer's digest (its diff ID: the layers are not compressed), lowest first. */
+  layerDigests: string[];
   archive: Buffer;
 }
 
 /** An OCI archive of one image made of one layer. */
 export function ociArchive(name: string, entries: Entry[], cfg: ImageConfig): BuiltImage {
-  const layer = tar(withParents(entries));
-  const layerDigest = sha256(layer);
+  return ociImage(name, [entries], cfg);
+}
+
+/**
+ * An OCI archive of one image made of these layers, lowest first. Two images whose lower layers are the
+ * same files have the same layer digests, and a containerd that holds both unpacks those layers once:
+ * their containers then run the same files (one inode, one page cache).
+ */
+export function ociImage(name: string, layerEntries: Entry[][], cfg: ImageConfig): BuiltImage {
+  const layers = layerEntries.map((entries) => tar(withParents(entries)));
+  const layerDigests = layers.map(sha256);
   const config = Buffer.from(
     JSON.stringify({
       architecture: ({ x64: 'amd64', arm64: 'arm64' } as Record<string, string>)[process.arch] ?? process.arch,
@@ -122,8 +133,8 @@ export function ociArchive(name: string, entries: Entry[], cfg: ImageConfig): Bu
         ...(cfg.exposedPorts ? { ExposedPorts: Object.fromEntries(cfg.exposedPorts.map((p) => [p, {}])) } : {}),
         ...(cfg.labels ? { Labels: cfg.labels } : {}),
       },
-      rootfs: { type: 'layers', diff_ids: [layerDigest] },
-      history: [{ created_by: 'nodedisks hack/cluster/images.ts' }],
+      rootfs: { type: 'layers', diff_ids: layerDigests },
+      history: layers.map(() => ({ created_by: 'nodedisks hack/cluster/images.ts' })),
     }),
   );
   const manifest = Buffer.from(
@@ -131,7 +142,7 @@ export function ociArchive(name: string, entries: Entry[], cfg: ImageConfig): Bu
       schemaVersion: 2,
       mediaType: 'application/vnd.oci.image.manifest.v1+json',
       config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: sha256(config), size: config.length },
-      layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar', digest: layerDigest, size: layer.length }],
+      layers: layers.map((layer, i) => ({ mediaType: 'application/vnd.oci.image.layer.v1.tar', digest: layerDigests[i], size: layer.length })),
     }),
   );
   const digest = sha256(manifest);
@@ -155,12 +166,12 @@ export function ociArchive(name: string, entries: Entry[], cfg: ImageConfig): Bu
     withParents([
       { path: 'oci-layout', type: 'file', content: Buffer.from('{"imageLayoutVersion":"1.0.0"}'), mode: 0o644 },
       { path: 'index.json', type: 'file', content: index, mode: 0o644 },
-      blob(layer),
+      ...layers.map(blob),
       blob(config),
       blob(manifest),
     ]),
   );
-  return { name, digest, layerBytes: layer.length, archive };
+  return { name, digest, layerBytes: layers.reduce((n, l) => n + l.length, 0), layerDigests, archive };
 }
 
 export async function writeArchive(image: BuiltImage, file: string): Promise<void> {

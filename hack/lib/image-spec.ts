@@ -8,6 +8,20 @@ export const APP_DIR = '/app';
 /** distroless/nodejs24-debian12: Node 24 and the Debian 12 libraries it links, no shell, no package manager. */
 export const BASE_IMAGE = 'gcr.io/distroless/nodejs24-debian12';
 
+/**
+ * The node side's runtime: the one lower layer the agent's and the driver's images share (docs/adr/0049).
+ * Both run in every node's agent pod; with the Node binary in one layer, a node keeps its pages once for
+ * the two processes. Debian slim, because the driver's image installs Debian's storage tools on top.
+ */
+export const NODE_RUNTIME = {
+  stage: 'node-runtime',
+  base: 'debian:bookworm-slim',
+  why:
+    "The node side's runtime, the lower layers both of the node's images start from: Debian slim and the build\n" +
+    "stage's Node binary. The agent and csi-node run in one pod on every node; from one layer, a node holds\n" +
+    "the Node binary's pages in memory once for both processes (docs/adr/0049).",
+} as const;
+
 export interface ImageSpec {
   /** The Dockerfile target and the image's repository name. */
   target: 'operator' | 'agent';
@@ -17,8 +31,11 @@ export interface ImageSpec {
   main: string;
   /** uid:gid the container runs as. */
   user: string;
-  /** The distroless tag: `nonroot` has /home/nonroot owned by 65532; the default tag is root's. */
-  baseTag: 'nonroot' | 'latest';
+  /**
+   * What the image starts from: a distroless tag (`nonroot` has /home/nonroot owned by 65532), or the node
+   * side's runtime layer (NODE_RUNTIME), shared with the driver's image.
+   */
+  base: { distrolessTag: 'nonroot' } | 'node-runtime';
   port: number;
   /** Node options before the program in the entrypoint. */
   nodeFlags: readonly string[];
@@ -33,7 +50,7 @@ export const IMAGES: readonly ImageSpec[] = [
     distDir: 'dist/controller',
     main: 'node-disks-operator.mjs',
     user: '65532:65532',
-    baseTag: 'nonroot',
+    base: { distrolessTag: 'nonroot' },
     port: 8080,
     // The heap is sized from the container's memory limit, half of it, leaving the rest for the code,
     // buffers and sockets (docs/adr/0023-controller-at-scale.md); Node's default is the whole limit.
@@ -46,7 +63,7 @@ export const IMAGES: readonly ImageSpec[] = [
     distDir: 'dist/agent',
     main: 'node-disks-agent.mjs',
     user: '0:0',
-    baseTag: 'latest',
+    base: 'node-runtime',
     port: 8080,
     // The agent's V8 flags are in the DaemonSet's NODE_OPTIONS, where an operator can tune them (ADR 24),
     // but for this one, which NODE_OPTIONS refuses: a heap that grows less and gives back sooner, for a
@@ -70,8 +87,8 @@ export const ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 
 /**
  * The CSI driver's image: one program for both sides (`node-disks-csi controller|node`). The node side
- * attaches disk images to loop devices, formats and mounts them, with Debian's own tools, so the base is
- * Debian 12 slim with those packages rather than distroless; the Node binary is the build stage's.
+ * attaches disk images to loop devices, formats and mounts them, with Debian's own tools, so it starts from
+ * the node side's runtime (Debian 12 slim and the build stage's Node binary) and adds those packages.
  */
 export interface CsiImageSpec {
   target: 'node-disks-csi';
@@ -80,8 +97,6 @@ export interface CsiImageSpec {
   main: string;
   user: string;
   port: number;
-  /** The run stage's base: Debian 12, the distribution of the distroless images and of the build stage. */
-  base: string;
   /** Debian packages the Dockerfile installs: what provides `tools`. */
   packages: readonly string[];
   /** The programs the node side runs, at their Debian 12 paths (the local cluster copies this host's, with the libraries ldd names). */
@@ -104,7 +119,6 @@ export const CSI_IMAGE: CsiImageSpec = {
   main: 'node-disks-csi.mjs',
   user: '0:0',
   port: 8082,
-  base: 'debian:bookworm-slim',
   packages: ['mount', 'util-linux', 'e2fsprogs', 'xfsprogs'],
   tools: ['/usr/sbin/losetup', '/usr/bin/mount', '/usr/bin/umount', '/usr/sbin/blkid', '/usr/sbin/mke2fs', '/usr/sbin/blkdiscard', '/usr/sbin/blockdev', '/usr/bin/partx'],
   optionalTools: ['/usr/sbin/e2fsck'],

@@ -6,11 +6,13 @@
 import test, { type ExecutionContext } from 'ava';
 import { mkdirSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readSysctls } from '../../hack/cluster/host.ts';
+import { readFile } from 'node:fs/promises';
+import { readSysctls, sh } from '../../hack/cluster/host.ts';
 import { imageRef } from '../../hack/cluster/images.ts';
 import { interruptAndCheckTornDown, nodeControl, onNode, until } from '../../hack/cluster/run.ts';
 import { DISK_DIR, holderPid, NODE_NAMES, nodeSpec } from '../../hack/cluster/topology.ts';
 import { ensureFaultyDisk, FaultyDisk } from '../../hack/faultydisk/faultydisk.ts';
+import { pageFrames } from '../../hack/lib/page-frames.ts';
 import { clusterForFile, MINUTES, NS, nodeDisksE2E, runPlugin } from './_nodedisks.ts';
 
 const [M02, M03, M04] = NODE_NAMES as [string, string, string];
@@ -148,6 +150,43 @@ export async function csiSuite(INSTALL: 'kustomize' | 'helm'): Promise<void> {
     // Three 64 MiB disks free on each node: the largest free disk is what the scheduler compares a PVC with.
     const caps = await until('CSIStorageCapacity for every node', 3 * MINUTES, capacities, (o) => NODE_NAMES.every((n) => o.includes(`${n} 192Mi 64Mi`)));
     t.log(caps);
+  });
+
+  /** The host PID of each container of a node's agent pod, by container name, from that node's containerd. */
+  async function agentContainerPids(node: string): Promise<Map<string, number>> {
+    const [pod = ''] = (await agentOn(node)).split(' ');
+    const ids = await k(['-n', NS, 'get', 'pod', pod, '-o', 'jsonpath={range .status.containerStatuses[*]}{.name} {.containerID}{"\\n"}{end}']);
+    const socket = join(nodeSpec(dataDir, node, NODE_NAMES.indexOf(node)).dir, 'run-containerd', 'containerd.sock');
+    const tasks = await sh('ctr', ['--address', socket, '-n', 'k8s.io', 'tasks', 'ls']);
+    const out = new Map<string, number>();
+    for (const line of ids.split('\n').filter(Boolean)) {
+      const [name = '', id = ''] = line.split(' ');
+      const pid = Number(
+        tasks
+          .split('\n')
+          .find((l) => l.startsWith(`${id.replace(/^containerd:\/\//, '')} `))
+          ?.split(/\s+/)[1],
+      );
+      if (pid) out.set(name, pid);
+    }
+    return out;
+  }
+
+  test.serial(`on every node the agent and csi-node run one Node binary file, the runtime layer their images share (${INSTALL}): its pages are in memory once`, async (t) => {
+    const seen: string[] = [];
+    for (const node of NODE_NAMES) {
+      const pids = await agentContainerPids(node);
+      const [agent, csiNode] = [pids.get('agent'), pids.get('csi-node')];
+      if (!agent || !csiNode) return t.fail(`${node}: no running agent and csi-node containers (${[...pids.keys()].join(', ') || 'none'})`);
+      t.regex(await readFile(`/proc/${agent}/cmdline`, 'utf8'), /node-disks-agent\.mjs/);
+      t.regex(await readFile(`/proc/${csiNode}/cmdline`, 'utf8'), /node-disks-csi\.mjs\0node/);
+      // The physical pages each maps of its /nodejs/bin/node: one file in one page cache gives the same pages.
+      const [a, c] = [await pageFrames(agent, undefined, '/nodejs/bin/node'), await pageFrames(csiNode, undefined, '/nodejs/bin/node')];
+      const both = [...a].filter((f) => c.has(f)).length;
+      seen.push(`${node}: agent ${a.size} pages, csi-node ${c.size}, ${both} the same`);
+      t.true(both >= Math.min(a.size, c.size) / 2, `${node}: of the Node binary's pages, the agent maps ${a.size} and csi-node ${c.size}, and only ${both} are the same pages`);
+    }
+    t.log(seen.join('; '));
   });
 
   test.serial('a 3-replica StatefulSet lands one pod per node, each on its own disk; a pod deleted comes back on the same node and reads its data', async (t) => {

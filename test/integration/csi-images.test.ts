@@ -8,7 +8,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { buildCsiImages, CSI_PROVISIONER_IMAGE } from '../../hack/cluster/images.ts';
+import { buildCsiImages, buildImages, CSI_PROVISIONER_IMAGE, imageRef } from '../../hack/cluster/images.ts';
 import { type BuiltImage, type Entry, tar, untar } from '../../hack/cluster/oci.ts';
 
 interface Image {
@@ -16,14 +16,14 @@ interface Image {
   files: Entry[];
 }
 
-/** The image's config and the entries of its one layer, read back from the OCI archive. */
+/** The image's config and the entries of its layers, lowest first, read back from the OCI archive. */
 function open(img: BuiltImage): Image {
   const blobs = new Map(untar(img.archive).flatMap((e) => (e.type === 'file' ? [[e.path, e.content] as const] : [])));
   const blob = (digest: string) => blobs.get(`blobs/sha256/${digest.slice(7)}`)!;
   const index = JSON.parse(blobs.get('index.json')!.toString()) as { manifests: { digest: string }[] };
   const manifest = JSON.parse(blob(index.manifests[0]!.digest).toString()) as { config: { digest: string }; layers: { digest: string }[] };
   const config = (JSON.parse(blob(manifest.config.digest).toString()) as { config: Image['config'] }).config;
-  return { config, files: untar(blob(manifest.layers[0]!.digest)) };
+  return { config, files: manifest.layers.flatMap((l) => untar(blob(l.digest))) };
 }
 
 function distRoot(t: import('ava').ExecutionContext, files: Record<string, string>): string {
@@ -55,7 +55,7 @@ test('the driver image runs its tools from its own files, has dist/csi and mke2f
   t.is(csi.config.User, '0:0');
   const paths = new Set(csi.files.map((e) => e.path));
   for (const p of ['app/node-disks-csi.mjs', 'app/csi.proto', 'app/LICENSE', 'etc/mke2fs.conf', 'nodejs/bin/node']) t.true(paths.has(p), p);
-  t.is(csi.files.filter((e) => e.path === 'lib/x86_64-linux-gnu/libc.so.6').length, 1, 'a library shared by node and the tools is in the layer once');
+  t.is(csi.files.filter((e) => e.path === 'lib/x86_64-linux-gnu/libc.so.6').length, 1, 'a library shared by node and the tools is in the image once');
   const link = csi.files.find((e) => e.path === 'usr/sbin/mkfs.ext4');
   t.deepEqual(link, { path: 'usr/sbin/mkfs.ext4', type: 'symlink', target: 'mke2fs' });
 
@@ -92,6 +92,36 @@ test('the driver image runs its tools from its own files, has dist/csi and mke2f
     second.map((i) => i.digest),
     first.map((i) => i.digest),
   );
+});
+
+test("the agent's image and the driver's start from one layer holding the Node binary and its libraries, which neither upper layer replaces", async (t) => {
+  t.timeout(10 * 60_000);
+  const root = distRoot(t, { 'node-disks-csi.mjs': 'console.log("csi")\n' });
+  const [csi] = await buildCsiImages('/bin/true', root);
+  // buildImages reads this checkout's dist/ (npm test builds it first).
+  const agent = (await buildImages('/bin/true')).find((i) => i.name === imageRef('node-disks-agent'));
+  t.truthy(agent);
+  t.is(csi!.layerDigests.length, 2);
+  t.is(agent!.layerDigests.length, 2);
+  t.is(agent!.layerDigests[0], csi!.layerDigests[0], 'one runtime layer: a node unpacks it once and both containers map one Node binary');
+  const layers = (img: BuiltImage) => {
+    const blobs = new Map(untar(img.archive).flatMap((e) => (e.type === 'file' ? [[e.path, e.content] as const] : [])));
+    return img.layerDigests.map((d) => untar(blobs.get(`blobs/sha256/${d.slice(7)}`)!));
+  };
+  const [runtime, csiOwn] = layers(csi!) as [Entry[], Entry[]];
+  const [, agentOwn] = layers(agent!) as [Entry[], Entry[]];
+  const files = (es: Entry[]) => es.filter((e) => e.type === 'file').map((e) => e.path);
+  t.true(files(runtime).includes('nodejs/bin/node'));
+  t.true(files(runtime).includes('lib/x86_64-linux-gnu/libc.so.6'));
+  for (const [name, own] of [
+    ['driver', csiOwn],
+    ['agent', agentOwn],
+  ] as const) {
+    const shadowed = files(own).filter((p) => files(runtime).includes(p));
+    t.deepEqual(shadowed, [], `the ${name}'s own layer replaces none of the runtime's files`);
+  }
+  t.true(files(agentOwn).includes('app/node-disks-agent.mjs'));
+  t.true(files(csiOwn).includes('usr/sbin/losetup'));
 });
 
 test('an empty dist/csi, or one without the entrypoint, is refused saying what to run', async (t) => {

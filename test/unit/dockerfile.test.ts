@@ -3,7 +3,7 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { DOCKERFILE, renderDockerfile } from '../../hack/dockerfile.ts';
-import { CSI_IMAGE, IMAGES } from '../../hack/lib/image-spec.ts';
+import { CSI_IMAGE, IMAGES, NODE_RUNTIME } from '../../hack/lib/image-spec.ts';
 
 test('the committed Dockerfile is the one generated from image-spec.ts (run node hack/dockerfile.ts after editing it)', (t) => {
   t.is(readFileSync(DOCKERFILE, 'utf8'), renderDockerfile());
@@ -27,13 +27,30 @@ test('the agent image starts node optimizing for size, the one V8 flag NODE_OPTI
   t.deepEqual(IMAGES.find((i) => i.target === 'agent')?.nodeFlags, ['--optimize-for-size']);
 });
 
-test('the CSI driver target: Debian slim with the packages of its tools, the build stage’s Node 24, dist/csi, root, node-disks-csi.mjs', (t) => {
+/** The text of one stage, from its FROM line to the blank line that ends it (or the end). */
+function stageOf(text: string, name: string): string {
+  const at = text.search(new RegExp(`^FROM \\S+ AS ${name}$`, 'm'));
+  if (at < 0) return '';
+  const end = text.indexOf('\n\n', at);
+  return text.slice(at, end < 0 ? undefined : end + 1);
+}
+
+test('the agent and the CSI driver start from one node-runtime stage, Debian slim with the build stage’s Node 24 and nothing else; the controller stays distroless', (t) => {
+  const text = renderDockerfile();
+  t.is(stageOf(text, NODE_RUNTIME.stage), `FROM debian:bookworm-slim AS node-runtime\nCOPY --from=build /usr/local/bin/node /nodejs/bin/node\n`);
+  t.regex(stageOf(text, 'agent'), /^FROM node-runtime AS agent$/m);
+  t.regex(stageOf(text, CSI_IMAGE.target), /^FROM node-runtime AS node-disks-csi$/m);
+  t.regex(stageOf(text, 'operator'), /^FROM gcr\.io\/distroless\/nodejs24-debian12:nonroot AS operator$/m);
+  // A stage that copied Node again would put the binary in a layer of its own, no longer shared.
+  t.is(text.match(/\/usr\/local\/bin\/node /g)?.length, 1);
+});
+
+test('the CSI driver target: the node runtime with the packages of its tools, dist/csi, root, node-disks-csi.mjs', (t) => {
   const text = renderDockerfile();
   t.regex(text, /^COPY csi \.\/csi$/m, 'the build stage has the driver’s sources');
-  const stage = text.slice(text.indexOf(`FROM ${CSI_IMAGE.base} AS node-disks-csi\n`));
+  const stage = stageOf(text, CSI_IMAGE.target);
   t.not(stage, '', 'no node-disks-csi stage');
   t.regex(stage, /apt-get install -y --no-install-recommends mount util-linux e2fsprogs/);
-  t.regex(stage, /^COPY --from=build \/usr\/local\/bin\/node \/nodejs\/bin\/node$/m);
   t.regex(stage, /^COPY --from=build \/src\/dist\/csi\/ \/app\/$/m);
   t.regex(stage, /^USER 0:0$/m);
   t.true(stage.endsWith('\nENTRYPOINT ["/nodejs/bin/node", "/app/node-disks-csi.mjs"]\n'));

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ociArchive, renamed, tar, untar, type Entry } from '../../hack/cluster/oci.ts';
+import { ociArchive, ociImage, renamed, tar, untar, type Entry } from '../../hack/cluster/oci.ts';
 
 const entries = (): Entry[] => [
   { path: 'app/main.mjs', type: 'file', content: Buffer.from('console.log(1)\n'), mode: 0o644 },
@@ -55,6 +55,36 @@ test('the archive names the image for ctr import and lists its manifest by diges
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('two images over the same lower layer list it under one digest, first, and their configs name their layers in order', (t) => {
+  const lower = entries();
+  const cfg = { entrypoint: ['/x'], user: '0:0', env: [] };
+  const a = ociImage('docker.io/library/a:dev', [lower, [{ path: 'app/a.mjs', type: 'file', content: Buffer.from('a'), mode: 0o644 }]], cfg);
+  const b = ociImage('docker.io/library/b:dev', [lower, [{ path: 'app/b.mjs', type: 'file', content: Buffer.from('b'), mode: 0o644 }]], cfg);
+  t.is(a.layerDigests.length, 2);
+  t.is(a.layerDigests[0], b.layerDigests[0]);
+  t.not(a.layerDigests[1], b.layerDigests[1]);
+  t.is(ociArchive('docker.io/library/one:dev', lower, cfg).layerDigests[0], a.layerDigests[0], 'a one-layer image of the same files has that layer too');
+  const blobs = new Map(untar(a.archive).flatMap((e) => (e.type === 'file' ? [[e.path, e.content] as const] : [])));
+  const blob = (digest: string) => blobs.get(`blobs/sha256/${digest.slice(7)}`);
+  const manifest = JSON.parse(blob(a.digest)!.toString()) as { config: { digest: string }; layers: { digest: string; size: number }[] };
+  t.deepEqual(
+    manifest.layers.map((l) => l.digest),
+    a.layerDigests,
+  );
+  t.is(
+    manifest.layers.reduce((n, l) => n + l.size, 0),
+    a.layerBytes,
+  );
+  const config = JSON.parse(blob(manifest.config.digest)!.toString()) as { rootfs: { diff_ids: string[] }; history: unknown[] };
+  t.deepEqual(config.rootfs.diff_ids, a.layerDigests);
+  t.is(config.history.length, 2);
+  // The upper layer holds its own file and the parents it needs, nothing of the lower one.
+  t.deepEqual(
+    untar(blob(a.layerDigests[1]!)!).map((e) => e.path),
+    ['app', 'app/a.mjs'],
+  );
 });
 
 test('untar reads back every entry tar wrote, long paths, owners and modes included', (t) => {
