@@ -563,13 +563,14 @@ async function nodeSideMemory(): Promise<Record<string, NodeSideMemory>> {
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       const node = clusterNodeOf(pid);
-      if (!node || !NODE_SIDE.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '))) continue;
+      const cmdline = node ? readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ') : '';
+      if (!node || !NODE_SIDE.test(cmdline)) continue;
       const entry = byNode.get(node) ?? { pids: [], rss: 0 };
       entry.pids.push(Number(pid));
       entry.rss += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
       // The container's memory cgroup; its parent is the pod's.
       const container = /^\d+:memory:(\/.*)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, 'utf8'))?.[1];
-      if (container && /node-disks-agent\.mjs/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))) entry.podCgroup = join('/sys/fs/cgroup/memory', container, '..');
+      if (container && /node-disks-agent\.mjs/.test(cmdline)) entry.podCgroup = join('/sys/fs/cgroup/memory', container, '..');
       byNode.set(node, entry);
     } catch {
       // gone meanwhile

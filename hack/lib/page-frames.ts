@@ -20,12 +20,15 @@ export async function pageFrames(pid: number, into = new Set<bigint>(), file?: s
   const pagemap = await open(`/proc/${pid}/pagemap`, 'r');
   try {
     const buf = Buffer.alloc(CHUNK_PAGES * 8);
-    let sawFrame = false;
+    let mapped = false;
+    let present = 0;
+    let withFrame = 0;
     for (const line of maps.split('\n')) {
       const m = /^([0-9a-f]+)-([0-9a-f]+) (\S{4})/.exec(line);
       // A range with no access (V8's reservations) maps no page; [vsyscall] is the kernel's, above any file offset.
       if (!m?.[1] || !m[2] || m[3]?.startsWith('---') || line.endsWith('[vsyscall]')) continue;
       if (file !== undefined && !line.endsWith(file)) continue;
+      mapped = true;
       const first = Number.parseInt(m[1], 16) / PAGE;
       const end = Number.parseInt(m[2], 16) / PAGE;
       for (let at = first; at < end; at += CHUNK_PAGES) {
@@ -34,14 +37,16 @@ export async function pageFrames(pid: number, into = new Set<bigint>(), file?: s
         for (let i = 0; i + 8 <= bytesRead; i += 8) {
           const entry = buf.readBigUInt64LE(i);
           if ((entry & PRESENT) === 0n) continue;
+          present++;
           const pfn = entry & PFN_MASK;
           if (pfn === 0n) continue;
-          sawFrame = true;
+          withFrame++;
           into.add(pfn);
         }
       }
     }
-    if (!sawFrame) throw new Error(`no page frame numbers in /proc/${pid}/pagemap: they are shown to root (CAP_SYS_ADMIN) only; run the bench with sudo`);
+    if (file !== undefined && !mapped) throw new Error(`process ${pid} maps no file ${file}`);
+    if (present > 0 && withFrame === 0) throw new Error(`no page frame numbers in /proc/${pid}/pagemap: they are shown to root (CAP_SYS_ADMIN) only; run as root (sudo)`);
   } finally {
     await pagemap.close();
   }
@@ -53,10 +58,4 @@ export async function distinctMiB(pids: readonly number[]): Promise<number> {
   const frames = new Set<bigint>();
   for (const pid of pids) await pageFrames(pid, frames);
   return (frames.size * PAGE) / 2 ** 20;
-}
-
-/** VmRSS in MiB, for comparison: what `ps` and each process's own accounting show. */
-export async function vmRssMiB(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024;
 }

@@ -13,6 +13,8 @@ import { type BuiltImage, type Entry, tar, untar } from '../../hack/cluster/oci.
 
 interface Image {
   config: { User: string; Entrypoint: string[]; Env: string[] };
+  /** Each layer's entries, lowest first. */
+  layers: Entry[][];
   files: Entry[];
 }
 
@@ -23,7 +25,8 @@ function open(img: BuiltImage): Image {
   const index = JSON.parse(blobs.get('index.json')!.toString()) as { manifests: { digest: string }[] };
   const manifest = JSON.parse(blob(index.manifests[0]!.digest).toString()) as { config: { digest: string }; layers: { digest: string }[] };
   const config = (JSON.parse(blob(manifest.config.digest).toString()) as { config: Image['config'] }).config;
-  return { config, files: manifest.layers.flatMap((l) => untar(blob(l.digest))) };
+  const layers = manifest.layers.map((l) => untar(blob(l.digest)));
+  return { config, layers, files: layers.flat() };
 }
 
 function distRoot(t: import('ava').ExecutionContext, files: Record<string, string>): string {
@@ -104,12 +107,8 @@ test("the agent's image and the driver's start from one layer holding the Node b
   t.is(csi!.layerDigests.length, 2);
   t.is(agent!.layerDigests.length, 2);
   t.is(agent!.layerDigests[0], csi!.layerDigests[0], 'one runtime layer: a node unpacks it once and both containers map one Node binary');
-  const layers = (img: BuiltImage) => {
-    const blobs = new Map(untar(img.archive).flatMap((e) => (e.type === 'file' ? [[e.path, e.content] as const] : [])));
-    return img.layerDigests.map((d) => untar(blobs.get(`blobs/sha256/${d.slice(7)}`)!));
-  };
-  const [runtime, csiOwn] = layers(csi!) as [Entry[], Entry[]];
-  const [, agentOwn] = layers(agent!) as [Entry[], Entry[]];
+  const [runtime, csiOwn] = open(csi!).layers as [Entry[], Entry[]];
+  const [, agentOwn] = open(agent!).layers as [Entry[], Entry[]];
   const files = (es: Entry[]) => es.filter((e) => e.type === 'file').map((e) => e.path);
   t.true(files(runtime).includes('nodejs/bin/node'));
   t.true(files(runtime).includes('lib/x86_64-linux-gnu/libc.so.6'));
