@@ -2,8 +2,11 @@
 // StorageClass nodedisks, created at once across the three nodes; the time from the create to each pod
 // Running (p50, p95, the last) and the API writes it took, beside the same number of pods with an emptyDir
 // volume in the same run (csi-driver-host-path, the usual yardstick, has no module served on this
-// machine). Then the memory of the agent and the CSI driver's containers as shipped. Each round is torn
-// down and its disks wiped before the next. `sudo npm run bench:csi`; the figures are appended to
+// machine). Each round is torn down as a team frees disks: the pods first (each pod's own teardown timed
+// against the emptyDir pods'), then, once no pod mounts them, the claims, timed from each PV's release to
+// its disk wiped and Available again. Then a StatefulSet scaled from 0 to STATEFULSET_REPLICAS (default 30,
+// 0: none), with an emptyDir and with a claim template. Then the memory of the agent and the CSI driver's
+// containers as shipped. `sudo npm run bench:csi`; the figures are appended to
 // bench/results/csi-pods.jsonl. CSI_NODE_OPTIONS=<flags> runs `csi-node` with that NODE_OPTIONS instead of
 // the shipped one (kustomize/agent/daemonset.yaml), e.g. CSI_NODE_OPTIONS= (empty) for V8's defaults.
 // CSI_TOOL_RUNNER=1 runs `csi-node` with --tool-runner (its tools started by nodedisks-toolrunner, ADR 48);
@@ -26,7 +29,7 @@ import { ensureBinaries } from '../hack/controlplane/binaries.ts';
 import { pvOwner } from '../csi/controller-service.ts';
 import { type CallHistograms, combine, parseCallHistograms, parseHistograms, quantileOf, slowerThan } from './lib/call-histogram.ts';
 import { quantile } from './lib/samples.ts';
-import { type KubeletVolumeTimes, kubeletVolumeTimes, type Step, step } from './lib/volume-timeline.ts';
+import { type KubeletVolumeTimes, kubeletVolumeTimes, podUnmountStarts, type Step, step } from './lib/volume-timeline.ts';
 import { startRecord } from './lib/results.ts';
 import { distinctMiB } from '../hack/lib/page-frames.ts';
 
@@ -34,6 +37,8 @@ const COUNTS = (process.env.COUNTS ?? '30,100').split(',').map(Number);
 /** NODE_OPTIONS for the `csi-node` containers (e.g. `--jitless`), to measure a runtime flag; unset: as shipped. */
 const CSI_NODE_OPTIONS = process.env.CSI_NODE_OPTIONS;
 const KEEP_LOGS = process.env.KEEP_LOGS === '1';
+/** Replicas of the StatefulSet scaled up from 0 after the pod rounds, once with emptyDir and once with claims; 0: none. */
+const STATEFULSET_REPLICAS = Number(process.env.STATEFULSET_REPLICAS ?? 30);
 const CSI_TOOL_RUNNER = process.env.CSI_TOOL_RUNNER === '1';
 const CSI_FORMATS_AT_ONCE = process.env.CSI_FORMATS_AT_ONCE;
 const MiB = 2 ** 20;
@@ -112,7 +117,9 @@ const first = (m: Map<string, number>, key: string, at: number) => {
   if (!m.has(key)) m.set(key, at);
 };
 
-function pod(ns: string, i: number, volume: 'pvc' | 'emptyDir') {
+type Volume = 'pvc' | 'emptyDir';
+
+function pod(ns: string, i: number, volume: Volume) {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -142,7 +149,7 @@ async function waitFor(what: string, minutes: number, ok: () => Promise<boolean>
 }
 
 interface Round {
-  volume: 'pvc' | 'emptyDir';
+  volume: Volume;
   count: number;
   p50Ms: number;
   p95Ms: number;
@@ -154,7 +161,11 @@ interface Round {
   cpuSeconds: Record<string, number>;
   /** PVC rounds: where each pod's time went, step by step (bench/lib/volume-timeline.ts). */
   provisioning?: Step[];
-  /** PVC rounds: from each PV released (its claim deleted) to its disk wiped and Available, step by step. */
+  /** From the pods' deletion to each pod's kubelet starting to unmount its volumes: the pod's own teardown. */
+  podTeardown: Step;
+  /** PVC rounds: from the pods' deletion to their volumes unstaged, step by step (the kubelet's teardown). */
+  unmount?: Step[];
+  /** PVC rounds: from each PV released (its claim deleted after its pod was gone and unmounted) to its disk wiped and Available, step by step. */
   freeAgain?: Step[];
   /** PVC rounds: the CSI calls as the driver timed them, until every pod ran and in the teardown. */
   driverCalls?: { bringUp: DriverCall[]; teardown: DriverCall[] };
@@ -221,17 +232,25 @@ const showCalls = (title: string, calls: DriverCall[]) =>
 function kubeletTimes(): Map<string, KubeletVolumeTimes> {
   const into = new Map<string, KubeletVolumeTimes>();
   const year = new Date().getUTCFullYear();
-  for (const node of NODE_NAMES) {
-    const log = join(dataDir, 'logs', `kubelet-${node.slice(node.lastIndexOf('-') + 1)}.log`);
-    if (existsSync(log)) kubeletVolumeTimes(readFileSync(log, 'utf8'), year, into);
-  }
+  for (const log of kubeletLogs()) kubeletVolumeTimes(readFileSync(log, 'utf8'), year, into);
+  return into;
+}
+
+/** The kubelets' log files there are. */
+const kubeletLogs = () => NODE_NAMES.map((node) => join(dataDir, 'logs', `kubelet-${node.slice(node.lastIndexOf('-') + 1)}.log`)).filter((log) => existsSync(log));
+
+/** When each pod's kubelet started to unmount its volumes so far, by pod UID. */
+function podUnmounts(): Map<string, number> {
+  const into = new Map<string, number>();
+  const year = new Date().getUTCFullYear();
+  for (const log of kubeletLogs()) podUnmountStarts(readFileSync(log, 'utf8'), year, into);
   return into;
 }
 
 const showSteps = (title: string, steps: Step[]) =>
   console.log(`  ${title}: ${steps.map((x) => `${x.step} ${(x.p50Ms / 1000).toFixed(1)}/${(x.p95Ms / 1000).toFixed(1)} s`).join(', ')} (p50/p95)`);
 
-async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> {
+async function round(volume: Volume, count: number): Promise<Round> {
   const ns = `bench-${volume.toLowerCase()}-${count}`;
   await k(['create', 'namespace', ns]);
   await k(['label', 'namespace', ns, 'pod-security.kubernetes.io/enforce=baseline']);
@@ -244,6 +263,7 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   const queueBefore = volume === 'pvc' ? await scrapeQueueWait() : undefined;
   const cpuBefore = cpuByProgram();
   const running = new Map<string, number>();
+  const podUid = new Map<string, string>();
   const scheduled = new Map<string, number>();
   const bound = new Map<string, number>();
   const nodePicked = new Map<string, number>();
@@ -252,7 +272,8 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   const reservedFor = new Map<string, number>();
   const pvCreated = new Map<string, number>();
   const stops = [
-    watchLines(['-n', ns, 'pods', '-o', 'jsonpath={.metadata.name} {.status.phase} {.spec.nodeName}{"\\n"}'], ([name = '', phase, node], at) => {
+    watchLines(['-n', ns, 'pods', '-o', 'jsonpath={.metadata.name} {.status.phase} {.spec.nodeName} {.metadata.uid}{"\\n"}'], ([name = '', phase, node, uid], at) => {
+      if (uid) podUid.set(name, uid);
       if (phase === 'Running') first(running, name, at);
       if (node) first(scheduled, name, at);
     }),
@@ -324,27 +345,51 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   }
   for (const stop of stops.splice(0)) stop();
 
-  // Teardown: the namespace goes; each PV is released when its claim goes, and its disk is wiped and freed.
+  // Teardown in two steps, as a team frees a disk (a StatefulSet scaled down, then its claims deleted): first
+  // the pods go and their kubelets unmount the volumes, the same teardown an emptyDir pod goes through; then
+  // the claims go, each PV is released, and its disk is wiped and freed. Issue 41's "free again" starts at
+  // the release of a PV no pod mounts any more.
   const released = new Map<string, number>();
   const diskOf = new Map<string, string>();
+  const held = new Set<string>();
+  const diskReleased = new Map<string, number>();
   const free = new Map<string, number>();
-  const releasedDisks = new Set<string>();
+  const s = Date.now();
+  const waitTeardownBefore = runWaitByProgram();
+  const podsDeleted = Date.now();
+  await k(['delete', 'pods', '--all', '-n', ns, '--wait=true', '--timeout=15m'], 16 * 60_000);
+  const pvNames = [...pvOf.values()];
+  // Each pod's own teardown ends when its kubelet starts to unmount its volumes: emptyDir and PVC pods alike.
+  const uids = [...podUid.values()];
+  await waitFor("every pod's volumes being unmounted", 15, async () => {
+    const started = podUnmounts();
+    return uids.every((uid) => started.has(uid));
+  });
+  const podsTornDown = podUnmounts();
   if (volume === 'pvc') {
+    await waitFor('every volume unmounted by its kubelet', 15, async () => {
+      const kt = kubeletTimes();
+      return pvNames.every((pv) => kt.get(pv)?.unstaged !== undefined);
+    });
     stops.push(
       watchLines(['pv', '-o', 'jsonpath={.metadata.name} {.status.phase} {.spec.csi.volumeHandle}{"\\n"}'], ([name = '', phase, handle = ''], at) => {
         diskOf.set(name, handle.split('/')[0] ?? '');
-        if (phase === 'Released') {
-          first(released, name, at);
-          releasedDisks.add(handle.split('/')[0] ?? '');
-        }
+        if (phase === 'Released') first(released, name, at);
       }),
+      // A disk of the round is seen held first (the watch lists every disk as it starts), then given back
+      // (DeleteVolume's release), then wiped and reported Available by its agent.
       watchLines(['nodedisks', '-o', 'jsonpath={.metadata.name} {.spec.desired.state} {.status.node.phase}{"\\n"}'], ([name = '', desired, phase], at) => {
-        if (releasedDisks.has(name) && desired === 'Available' && phase === 'Available') first(free, name, at);
+        if (desired === 'Reserved') held.add(name);
+        if (!held.has(name) || desired !== 'Available') return;
+        first(diskReleased, name, at);
+        if (phase === 'Available') first(free, name, at);
       }),
     );
+    // Both watches have listed what is there before the claims go.
+    await sleep(2000);
   }
-  const s = Date.now();
-  const waitTeardownBefore = runWaitByProgram();
+  const claimsDeleted = Date.now();
+  if (volume === 'pvc') await k(['delete', 'pvc', '--all', '-n', ns, '--wait=false']);
   await k(['delete', 'namespace', ns, '--wait=true', '--timeout=15m'], 16 * 60_000);
   // The next round starts with every disk free again: released, wiped by its agent, reported Available.
   await waitFor('every disk free again', 15, async () => (await freeDisks()) >= PER_NODE * NODE_NAMES.length);
@@ -352,22 +397,9 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
   // And with every container of the round gone: a pod leaves the API before its runtime has cleaned up,
   // and a round's shims still exiting would take CPU from the next round.
   const teardownS = Math.round((Date.now() - s) / 1000);
-  // A shim with no process under it has no container left: under load containerd sometimes leaves one
-  // behind for good (its container removed, "failed to handle container TaskExit event"), idle.
-  const shimsMs = await waitFor("the round's containers gone", 5, async () => shims().filter((x) => x.children > 0).length <= idleShims).catch((err: Error) => {
-    throw new Error(
-      `${err.message}; the shims left (idle: ${idleShims}):\n${shims()
-        .map((x) => `${x.pid} (${x.children} processes) ${x.cmd}`)
-        .join('\n')}`,
-    );
-  });
-  // The rest of the round's shims are exiting: a moment for them.
-  await sleep(5000);
-  const leaked = shims().filter((x) => x.children === 0);
-  console.log(
-    `  ${volume} ${count}: the last of its containers went ${(shimsMs / 1000).toFixed(0)} s after its disks were free${leaked.length ? `; shims left with no container: ${leaked.map((x) => x.pid).join(', ')}` : ''}`,
-  );
+  await containersGone(`${volume} ${count}`);
   let freeAgain: Step[] | undefined;
+  let unmount: Step[] | undefined;
   let driver: Round['driverCalls'];
   let apiQueueWait: QueueWait[] | undefined;
   if (volume === 'pvc' && driverBefore && driverUp && queueBefore) {
@@ -378,19 +410,35 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
     await sleep(2000);
     for (const stop of stops.splice(0)) stop();
     const kt = kubeletTimes();
-    const pvs = [...pvOf.values()];
-    const at = (f: (pv: string) => number | undefined) => pvs.map(f);
-    const rel = at((pv) => released.get(pv));
+    const at = (f: (pv: string) => number | undefined) => pvNames.map(f);
     const kubelet = (key: keyof KubeletVolumeTimes) => at((pv) => kt.get(pv)?.[key]);
-    const freed = at((pv) => free.get(diskOf.get(pv) ?? ''));
-    freeAgain = [
-      step('PV released → disk free again (the goal)', rel, freed),
-      step('PV released → kubelet unmounts', rel, kubelet('unmountStarted')),
+    const disk = (m: Map<string, number>) => at((pv) => m.get(diskOf.get(pv) ?? ''));
+    unmount = [
+      step(
+        'pods deleted → kubelet unmounts this volume',
+        at(() => podsDeleted),
+        kubelet('unmountStarted'),
+      ),
       step('NodeUnpublishVolume', kubelet('unmountStarted'), kubelet('unpublished')),
       step('NodeUnstageVolume', kubelet('unpublished'), kubelet('unstaged')),
-      step('unstaged → disk wiped and Available', kubelet('unstaged'), freed),
+    ];
+    const rel = at((pv) => released.get(pv));
+    freeAgain = [
+      step('PV released → disk free again (the goal)', rel, disk(free)),
+      step(
+        'claims deleted → PV released (PV controller)',
+        at(() => claimsDeleted),
+        rel,
+      ),
+      step('PV released → disk given back (provisioner, DeleteVolume)', rel, disk(diskReleased)),
+      step('disk given back → wiped and Available (agent)', disk(diskReleased), disk(free)),
     ];
   }
+  const podTeardown = step(
+    'pods deleted → kubelet starts unmounting (the pod torn down)',
+    uids.map(() => podsDeleted),
+    uids.map((uid) => podsTornDown.get(uid)),
+  );
   const r: Round = {
     volume,
     count,
@@ -404,6 +452,8 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
     teardownS,
     cpuSeconds: cpu,
     ...(provisioning ? { provisioning } : {}),
+    podTeardown,
+    ...(unmount ? { unmount } : {}),
     ...(freeAgain ? { freeAgain } : {}),
     ...(driver ? { driverCalls: driver } : {}),
     ...(apiQueueWait ? { apiQueueWait } : {}),
@@ -427,6 +477,8 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
       .join(', ');
   console.log(`  seconds waiting for a CPU until Running: ${waits(cpuWait.bringUp)}; from the delete to every disk free: ${waits(cpuWait.teardown)}`);
   if (provisioning) showSteps('provisioning', provisioning);
+  showSteps('teardown', [podTeardown]);
+  if (unmount) showSteps('unmount', unmount);
   if (freeAgain) showSteps('free again', freeAgain);
   if (driver) {
     showCalls("the driver's own time for its calls until every pod ran", driver.bringUp);
@@ -440,6 +492,119 @@ async function round(volume: 'pvc' | 'emptyDir', count: number): Promise<Round> 
     );
   }
   return r;
+}
+
+/** Waits until a round's containers are gone: its shims back to the idle count. */
+async function containersGone(what: string): Promise<void> {
+  // A shim with no process under it has no container left: under load containerd sometimes leaves one
+  // behind for good (its container removed, "failed to handle container TaskExit event"), idle.
+  const shimsMs = await waitFor("the round's containers gone", 5, async () => shims().filter((x) => x.children > 0).length <= idleShims).catch((err: Error) => {
+    throw new Error(
+      `${err.message}; the shims left (idle: ${idleShims}):\n${shims()
+        .map((x) => `${x.pid} (${x.children} processes) ${x.cmd}`)
+        .join('\n')}`,
+    );
+  });
+  // The rest of the round's shims are exiting: a moment for them.
+  await sleep(5000);
+  const leaked = shims().filter((x) => x.children === 0);
+  console.log(
+    `  ${what}: the last of its containers went ${(shimsMs / 1000).toFixed(0)} s after its disks were free${leaked.length ? `; shims left with no container: ${leaked.map((x) => x.pid).join(', ')}` : ''}`,
+  );
+}
+
+/** A StatefulSet's scale-up from 0, each pod on its own volume: a claim from its template, or an emptyDir. */
+interface StatefulSetRound {
+  volume: Volume;
+  replicas: number;
+  /** From the scale-up to the last pod Running (OrderedReady: each pod starts once the one before runs). */
+  allRunningMs: number;
+  /** Per pod, step by step; for claims, split where the claim is bound (the provisioning a pod waits for). */
+  steps: Step[];
+}
+
+function statefulSet(ns: string, volume: Volume) {
+  const template = pod(ns, 0, volume).spec;
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name: 'db', namespace: ns },
+    spec: {
+      replicas: 0,
+      serviceName: 'db',
+      selector: { matchLabels: { app: 'db' } },
+      template: { metadata: { labels: { app: 'db' } }, spec: { ...template, volumes: volume === 'emptyDir' ? template.volumes : [] } },
+      ...(volume === 'pvc' ? { volumeClaimTemplates: [{ metadata: { name: 'd' }, spec: pvc(ns, 0).spec }] } : {}),
+    },
+  };
+}
+
+async function statefulSetRound(volume: Volume, replicas: number): Promise<StatefulSetRound> {
+  const ns = `bench-sts-${volume.toLowerCase()}`;
+  await k(['create', 'namespace', ns]);
+  await k(['label', 'namespace', ns, 'pod-security.kubernetes.io/enforce=baseline']);
+  const file = join(dataDir, `${ns}.json`);
+  writeFileSync(file, JSON.stringify(statefulSet(ns, volume)));
+  await k(['create', '-f', file]);
+  const created = new Map<string, number>();
+  const scheduled = new Map<string, number>();
+  const running = new Map<string, number>();
+  const bound = new Map<string, number>();
+  const pvOf = new Map<string, string>();
+  const stops = [
+    watchLines(['-n', ns, 'pods', '-o', 'jsonpath={.metadata.name} {.status.phase} {.spec.nodeName}{"\\n"}'], ([name = '', phase, node], at) => {
+      if (!name) return;
+      first(created, name, at);
+      if (node) first(scheduled, name, at);
+      if (phase === 'Running') first(running, name, at);
+    }),
+    watchLines(['-n', ns, 'pvc', '-o', 'jsonpath={.metadata.name} {.status.phase} {.spec.volumeName}{"\\n"}'], ([name = '', phase, pv], at) => {
+      if (phase !== 'Bound' || !pv) return;
+      first(bound, name, at);
+      pvOf.set(name, pv);
+    }),
+  ];
+  await sleep(2000);
+  const t0 = Date.now();
+  await k(['-n', ns, 'scale', 'statefulset', 'db', `--replicas=${replicas}`]);
+  await waitFor(`${replicas} StatefulSet pods Running in ${ns}`, 20, async () => running.size >= replicas);
+  const allRunningMs = Math.max(...running.values()) - t0;
+  const pods = Array.from({ length: replicas }, (_, i) => `db-${i}`);
+  const at = (m: Map<string, number>, name: (p: string) => string = (p) => p) => pods.map((p) => m.get(name(p)));
+  const claimBound = at(bound, (p) => `d-${p}`);
+  const kt = kubeletTimes();
+  const kubelet = (key: keyof KubeletVolumeTimes) => pods.map((p) => kt.get(pvOf.get(`d-${p}`) ?? '')?.[key]);
+  const steps =
+    volume === 'pvc'
+      ? [
+          step('pod created → Running', at(created), at(running)),
+          step('pod created → its claim bound (provisioning)', at(created), claimBound),
+          step('claim bound → pod bound to its node', claimBound, at(scheduled)),
+          step('pod bound → kubelet mounts', at(scheduled), kubelet('mountStarted')),
+          step('NodeStageVolume (attach, mkfs, mount)', kubelet('mountStarted'), kubelet('staged')),
+          step('NodePublishVolume', kubelet('staged'), kubelet('published')),
+          step('published → Running', kubelet('published'), at(running)),
+        ]
+      : [
+          step('pod created → Running', at(created), at(running)),
+          step('pod created → pod bound to its node', at(created), at(scheduled)),
+          step('pod bound → Running', at(scheduled), at(running)),
+        ];
+  for (const stop of stops) stop();
+  // Down to 0, the volumes unmounted, then the claims go and their disks are wiped before the next round.
+  await k(['-n', ns, 'scale', 'statefulset', 'db', '--replicas=0']);
+  await waitFor(`the StatefulSet pods gone from ${ns}`, 15, async () => (await k(['-n', ns, 'get', 'pods', '-o', 'name'])).trim() === '');
+  const pvs = [...pvOf.values()];
+  await waitFor('every volume unmounted by its kubelet', 15, async () => {
+    const kt = kubeletTimes();
+    return pvs.every((pv) => kt.get(pv)?.unstaged !== undefined);
+  });
+  await k(['delete', 'namespace', ns, '--wait=true', '--timeout=15m'], 16 * 60_000);
+  await waitFor('every disk free again', 15, async () => (await freeDisks()) >= PER_NODE * NODE_NAMES.length);
+  await containersGone(`StatefulSet ${volume} ${replicas}`);
+  console.log(`StatefulSet of ${volume} scaled 0 → ${replicas}: all Running after ${(allRunningMs / 1000).toFixed(1)} s`);
+  showSteps('per pod', steps);
+  return { volume, replicas, allRunningMs, steps };
 }
 
 /** The containerd shims running, with their command line (its `-id`) and how many processes they started. */
@@ -633,6 +798,8 @@ try {
       peakNodeSide = await nodeSideMemory();
     }
   }
+  const statefulSets: StatefulSetRound[] = [];
+  if (STATEFULSET_REPLICAS > 0) for (const volume of ['emptyDir', 'pvc'] as const) statefulSets.push(await statefulSetRound(volume, STATEFULSET_REPLICAS));
   console.log('| pods | volume | Running p50 | p95 | last | API writes (not Leases) |');
   console.log('| --- | --- | --- | --- | --- | --- |');
   for (const r of rounds)
@@ -654,6 +821,7 @@ try {
   console.log(`node side, after the largest round: ${nodeSideLine(peakNodeSide)}`);
   record.save({
     rounds: rounds.map((r) => ({ ...r })),
+    statefulSets: statefulSets.map((r) => ({ ...r })),
     memoryIdleMiB: idle,
     memoryAfterMiB: peak,
     nodeSideIdleMiB: idleNodeSide,

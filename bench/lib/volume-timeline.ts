@@ -29,19 +29,40 @@ const STEPS: [keyof KubeletVolumeTimes, RegExp][] = [
   ['unstaged', /UnmountDevice succeeded for volume/],
 ];
 
+/** A klog line's time, ms since the epoch (klog's local time; this machine runs in UTC). */
+function klogTime(line: string, year: number): number | undefined {
+  const t = KLOG.exec(line);
+  if (!t) return undefined;
+  const [, mo, d, h, mi, s, us] = t.map(Number) as number[];
+  return Date.UTC(year, mo! - 1, d, h, mi, s) + Math.floor(us! / 1000);
+}
+
 /** The first time each step was logged for each PV in a kubelet's log (klog's local time; this machine runs in UTC). */
 export function kubeletVolumeTimes(log: string, year: number, into = new Map<string, KubeletVolumeTimes>()): Map<string, KubeletVolumeTimes> {
   for (const line of log.split('\n')) {
     const step = STEPS.find(([, re]) => re.test(line));
     if (!step) continue;
-    const t = KLOG.exec(line);
+    const at = klogTime(line, year);
     const pv = PV.exec(line)?.[0];
-    if (!t || !pv) continue;
-    const [, mo, d, h, mi, s, us] = t.map(Number) as number[];
-    const at = Date.UTC(year, mo! - 1, d, h, mi, s) + Math.floor(us! / 1000);
+    if (at === undefined || !pv) continue;
     const times = into.get(pv) ?? {};
     if (times[step[0]] === undefined) times[step[0]] = at;
     into.set(pv, times);
+  }
+  return into;
+}
+
+const POD_UNMOUNT = /operationExecutor\.UnmountVolume started for volume .* pod \\?"([0-9a-f-]{36})\\?"/;
+
+/**
+ * The first time a kubelet logged that it started to unmount any volume of each pod, by pod UID: the end of
+ * the pod's own teardown (its containers stopped), for emptyDir and PVC pods alike.
+ */
+export function podUnmountStarts(log: string, year: number, into = new Map<string, number>()): Map<string, number> {
+  for (const line of log.split('\n')) {
+    const uid = POD_UNMOUNT.exec(line)?.[1];
+    const at = uid && !into.has(uid) ? klogTime(line, year) : undefined;
+    if (uid && at !== undefined) into.set(uid, at);
   }
   return into;
 }

@@ -1,7 +1,7 @@
 // The breakdown bench/csi-pods.ts records reads the kubelet's own log lines; these are lines a kubelet of the
 // local cluster wrote (kubelet v1.35, klog text format), shortened after the PV's name.
 import test from 'ava';
-import { kubeletVolumeTimes, step } from '../../bench/lib/volume-timeline.ts';
+import { kubeletVolumeTimes, podUnmountStarts, step } from '../../bench/lib/volume-timeline.ts';
 
 const LOG = [
   'I1204 20:10:30.806960    3719 reconciler_common.go:225] "operationExecutor.MountVolume started for volume \\"pvc-a8c0bdf7-b70e-47a7-8d13-fbec4bc4a1ea\\" (UniqueName: \\"kubernetes.io/csi/nodedisks.localtest.example.com^node-disk-node-disks-dev-m02-m02b12/pvc-a8c0',
@@ -31,4 +31,22 @@ test("the kubelet's volume operations, by PV, at the times it logged them", (t) 
 test('a step is summarised over the volumes that have both of its ends', (t) => {
   // Three volumes with both ends (1000, 3000, 2000 ms), one with only a start, one with only an end.
   t.deepEqual(step('x', [0, 10, undefined, 30, 40], [1000, 3010, 5000, undefined, 2040]), { step: 'x', n: 3, p50Ms: 2000, p95Ms: 3000 });
+});
+
+test("a pod's teardown ends when the kubelet starts to unmount its first volume, emptyDir or CSI alike", (t) => {
+  const uid = (n: number) => `a4274abe-23a2-45be-9fbd-3643fbfb58${String(n).padStart(2, '0')}`;
+  const log = [
+    `I1206 03:41:14.893390   22615 reconciler_common.go:163] "operationExecutor.UnmountVolume started for volume \\"kubernetes.io/empty-dir/${uid(1)}-d\\" (UniqueName: \\"kubernetes.io/empty-dir/${uid(1)}-d\\") pod \\"${uid(1)}\\" (UID: \\"${uid(1)}\\") "`,
+    `I1206 03:41:14.993469   22615 reconciler_common.go:163] "operationExecutor.UnmountVolume started for volume \\"kubernetes.io/projected/${uid(1)}-kube-api-access-55stg\\" (UniqueName: \\"kubernetes.io/projected/${uid(1)}-kube-api-access-55stg\\") pod \\"${uid(1)}\\" (UID: \\"${uid(1)}\\") "`,
+    `I1206 03:41:57.798406   22615 reconciler_common.go:163] "operationExecutor.UnmountVolume started for volume \\"kubernetes.io/csi/nodedisks.localtest.example.com^node-disk-node-disks-dev-m02-m02b1/pvc-cc17a890-3ba2-4e6b-ace1-8c5ab0126a13\\" (UniqueName: \\"kubernetes.io/csi/nodedisks.localtest.example.com^node-disk-node-disks-dev-m02-m02b1/pvc-cc17a890-3ba2-4e6b-ace1-8c5ab0126a13\\") pod \\"${uid(2)}\\" (UID: \\"${uid(2)}\\") "`,
+    `I1206 03:41:58.100000   22615 operation_generator.go:779] UnmountVolume.TearDown succeeded for volume "kubernetes.io/empty-dir/${uid(3)}-d" pod "${uid(3)}"`,
+  ].join('\n');
+  t.deepEqual(
+    [...podUnmountStarts(log, 2026)],
+    [
+      [uid(1), Date.UTC(2026, 11, 6, 3, 41, 14, 893)],
+      [uid(2), Date.UTC(2026, 11, 6, 3, 41, 57, 798)],
+    ],
+    'the first line per pod; a TearDown line is not a start',
+  );
 });
