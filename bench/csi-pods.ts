@@ -119,6 +119,12 @@ const first = (m: Map<string, number>, key: string, at: number) => {
 
 type Volume = 'pvc' | 'emptyDir';
 
+/** A namespace for one round, its pods held to the baseline Pod Security level. */
+async function benchNamespace(ns: string): Promise<void> {
+  await k(['create', 'namespace', ns]);
+  await k(['label', 'namespace', ns, 'pod-security.kubernetes.io/enforce=baseline']);
+}
+
 function pod(ns: string, i: number, volume: Volume) {
   return {
     apiVersion: 'v1',
@@ -236,6 +242,13 @@ function kubeletTimes(): Map<string, KubeletVolumeTimes> {
   return into;
 }
 
+/** Waits until the kubelets have logged each of these PVs unstaged (NodeUnstageVolume done). */
+const volumesUnstaged = (pvs: string[]) =>
+  waitFor('every volume unmounted by its kubelet', 15, async () => {
+    const kt = kubeletTimes();
+    return pvs.every((pv) => kt.get(pv)?.unstaged !== undefined);
+  });
+
 /** The kubelets' log files there are. */
 const kubeletLogs = () => NODE_NAMES.map((node) => join(dataDir, 'logs', `kubelet-${node.slice(node.lastIndexOf('-') + 1)}.log`)).filter((log) => existsSync(log));
 
@@ -252,8 +265,7 @@ const showSteps = (title: string, steps: Step[]) =>
 
 async function round(volume: Volume, count: number): Promise<Round> {
   const ns = `bench-${volume.toLowerCase()}-${count}`;
-  await k(['create', 'namespace', ns]);
-  await k(['label', 'namespace', ns, 'pod-security.kubernetes.io/enforce=baseline']);
+  await benchNamespace(ns);
   const items = [...(volume === 'pvc' ? Array.from({ length: count }, (_, i) => pvc(ns, i)) : []), ...Array.from({ length: count }, (_, i) => pod(ns, i, volume))];
   const file = join(dataDir, `${ns}.json`);
   writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
@@ -354,7 +366,6 @@ async function round(volume: Volume, count: number): Promise<Round> {
   const held = new Set<string>();
   const diskReleased = new Map<string, number>();
   const free = new Map<string, number>();
-  const s = Date.now();
   const waitTeardownBefore = runWaitByProgram();
   const podsDeleted = Date.now();
   await k(['delete', 'pods', '--all', '-n', ns, '--wait=true', '--timeout=15m'], 16 * 60_000);
@@ -367,10 +378,7 @@ async function round(volume: Volume, count: number): Promise<Round> {
   });
   const podsTornDown = podUnmounts();
   if (volume === 'pvc') {
-    await waitFor('every volume unmounted by its kubelet', 15, async () => {
-      const kt = kubeletTimes();
-      return pvNames.every((pv) => kt.get(pv)?.unstaged !== undefined);
-    });
+    await volumesUnstaged(pvNames);
     stops.push(
       watchLines(['pv', '-o', 'jsonpath={.metadata.name} {.status.phase} {.spec.csi.volumeHandle}{"\\n"}'], ([name = '', phase, handle = ''], at) => {
         diskOf.set(name, handle.split('/')[0] ?? '');
@@ -396,7 +404,7 @@ async function round(volume: Volume, count: number): Promise<Round> {
   const cpuWait = { bringUp: cpuUsed(waitUp, waitBefore), teardown: cpuUsed(runWaitByProgram(), waitTeardownBefore) };
   // And with every container of the round gone: a pod leaves the API before its runtime has cleaned up,
   // and a round's shims still exiting would take CPU from the next round.
-  const teardownS = Math.round((Date.now() - s) / 1000);
+  const teardownS = Math.round((Date.now() - podsDeleted) / 1000);
   await containersGone(`${volume} ${count}`);
   let freeAgain: Step[] | undefined;
   let unmount: Step[] | undefined;
@@ -541,8 +549,7 @@ function statefulSet(ns: string, volume: Volume) {
 
 async function statefulSetRound(volume: Volume, replicas: number): Promise<StatefulSetRound> {
   const ns = `bench-sts-${volume.toLowerCase()}`;
-  await k(['create', 'namespace', ns]);
-  await k(['label', 'namespace', ns, 'pod-security.kubernetes.io/enforce=baseline']);
+  await benchNamespace(ns);
   const file = join(dataDir, `${ns}.json`);
   writeFileSync(file, JSON.stringify(statefulSet(ns, volume)));
   await k(['create', '-f', file]);
@@ -595,10 +602,7 @@ async function statefulSetRound(volume: Volume, replicas: number): Promise<State
   await k(['-n', ns, 'scale', 'statefulset', 'db', '--replicas=0']);
   await waitFor(`the StatefulSet pods gone from ${ns}`, 15, async () => (await k(['-n', ns, 'get', 'pods', '-o', 'name'])).trim() === '');
   const pvs = [...pvOf.values()];
-  await waitFor('every volume unmounted by its kubelet', 15, async () => {
-    const kt = kubeletTimes();
-    return pvs.every((pv) => kt.get(pv)?.unstaged !== undefined);
-  });
+  await volumesUnstaged(pvs);
   await k(['delete', 'namespace', ns, '--wait=true', '--timeout=15m'], 16 * 60_000);
   await waitFor('every disk free again', 15, async () => (await freeDisks()) >= PER_NODE * NODE_NAMES.length);
   await containersGone(`StatefulSet ${volume} ${replicas}`);
