@@ -18,7 +18,7 @@
 // KEEP_LOGS=1 keeps the cluster's logs (the pods' and the kubelets') of a run that passed too, to read the
 // provisioner's and the drivers' own account of a round.
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sh, sleep } from '../hack/cluster/host.ts';
 import { PAUSE_IMAGE } from '../hack/cluster/images.ts';
@@ -234,12 +234,47 @@ function driverCalls(after: Map<string, CallHistograms>, before: Map<string, Cal
 const showCalls = (title: string, calls: DriverCall[]) =>
   console.log(`  ${title}: ${calls.map((c) => `${c.call} ×${c.count} ${((c.p50Ms ?? 0) / 1000).toFixed(1)}/${((c.p95Ms ?? 0) / 1000).toFixed(1)} s`).join(', ')} (p50/p95 from the buckets)`);
 
-/** What the kubelets logged for each PV so far. */
-function kubeletTimes(): Map<string, KubeletVolumeTimes> {
-  const into = new Map<string, KubeletVolumeTimes>();
+/**
+ * The kubelets' logs as read so far: each read parses only what was appended since the last one (the waits
+ * below poll every second while the cluster is under measurement, and the logs grow to megabytes), up to
+ * its last whole line.
+ */
+const kubeletLog = { at: new Map<string, { offset: number; rest: Buffer }>(), volumes: new Map<string, KubeletVolumeTimes>(), pods: new Map<string, number>() };
+
+function readKubeletLogs(): void {
   const year = new Date().getUTCFullYear();
-  for (const log of kubeletLogs()) kubeletVolumeTimes(readFileSync(log, 'utf8'), year, into);
-  return into;
+  for (const node of NODE_NAMES) {
+    const file = join(dataDir, 'logs', `kubelet-${node.slice(node.lastIndexOf('-') + 1)}.log`);
+    if (!existsSync(file)) continue;
+    const seen = kubeletLog.at.get(file) ?? { offset: 0, rest: Buffer.alloc(0) };
+    const size = statSync(file).size;
+    if (size <= seen.offset) continue;
+    const added = Buffer.alloc(size - seen.offset);
+    const fd = openSync(file, 'r');
+    try {
+      readSync(fd, added, 0, added.length, seen.offset);
+    } finally {
+      closeSync(fd);
+    }
+    const text = Buffer.concat([seen.rest, added]);
+    const whole = text.lastIndexOf(0x0a) + 1;
+    kubeletLog.at.set(file, { offset: size, rest: text.subarray(whole) });
+    const lines = text.subarray(0, whole).toString('utf8');
+    kubeletVolumeTimes(lines, year, kubeletLog.volumes);
+    podUnmountStarts(lines, year, kubeletLog.pods);
+  }
+}
+
+/** What the kubelets logged for each PV so far. */
+function kubeletTimes(): ReadonlyMap<string, KubeletVolumeTimes> {
+  readKubeletLogs();
+  return kubeletLog.volumes;
+}
+
+/** When each pod's kubelet started to unmount its volumes so far, by pod UID. */
+function podUnmounts(): ReadonlyMap<string, number> {
+  readKubeletLogs();
+  return kubeletLog.pods;
 }
 
 /** Waits until the kubelets have logged each of these PVs unstaged (NodeUnstageVolume done). */
@@ -248,17 +283,6 @@ const volumesUnstaged = (pvs: string[]) =>
     const kt = kubeletTimes();
     return pvs.every((pv) => kt.get(pv)?.unstaged !== undefined);
   });
-
-/** The kubelets' log files there are. */
-const kubeletLogs = () => NODE_NAMES.map((node) => join(dataDir, 'logs', `kubelet-${node.slice(node.lastIndexOf('-') + 1)}.log`)).filter((log) => existsSync(log));
-
-/** When each pod's kubelet started to unmount its volumes so far, by pod UID. */
-function podUnmounts(): Map<string, number> {
-  const into = new Map<string, number>();
-  const year = new Date().getUTCFullYear();
-  for (const log of kubeletLogs()) podUnmountStarts(readFileSync(log, 'utf8'), year, into);
-  return into;
-}
 
 const showSteps = (title: string, steps: Step[]) =>
   console.log(`  ${title}: ${steps.map((x) => `${x.step} ${(x.p50Ms / 1000).toFixed(1)}/${(x.p95Ms / 1000).toFixed(1)} s`).join(', ')} (p50/p95)`);
